@@ -1,0 +1,144 @@
+//! Operator configuration files: versioned YAML (`apiVersion: dcn/v1alpha1`)
+//! with a `kind`. Every field is optional with a documented default; unknown
+//! fields, wrong types and bad values are errors that name the file, line and
+//! field path.
+
+mod standalone;
+pub mod types;
+
+pub use standalone::*;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// The commented, complete default `StandaloneConfig`
+/// (`dcn config defaults`).
+pub const STANDALONE_DEFAULTS: &str = include_str!("standalone-defaults.yaml");
+
+/// The only config API version so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ApiVersion {
+    #[default]
+    #[serde(rename = "dcn/v1alpha1")]
+    V1Alpha1,
+}
+
+/// A config file that does not parse or validate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The file, or `<input>`.
+    pub file: String,
+    /// 1-based line and column, where known.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    /// Dotted path of the field, e.g. `controlPlane.address`.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+            if let Some(c) = self.column {
+                write!(f, ":{c}")?;
+            }
+        }
+        if self.path.is_empty() || self.path == "." {
+            write!(f, ": {}", self.message)
+        } else {
+            write!(f, ": {}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Parse `text` (named `file` in errors) into a config of type `T`.
+pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigError> {
+    let de = serde_yaml::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let loc = inner.location();
+        ConfigError {
+            file: file.to_string(),
+            line: loc.as_ref().map(|l| l.line()),
+            column: loc.as_ref().map(|l| l.column()),
+            path: if path == "?" { String::new() } else { path },
+            message: clean_message(&inner.to_string()),
+        }
+    })
+}
+
+/// serde_yaml appends " at line L column C" to its messages; the location
+/// is already in front of ours.
+fn clean_message(msg: &str) -> String {
+    match msg.find(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// Read and parse a `StandaloneConfig` file.
+pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
+    Ok(parse_standalone(&text, &path.display().to_string())?)
+}
+
+/// Parse a `StandaloneConfig`, checking the header first so a file of
+/// another kind gets a clear error rather than a list of unknown fields.
+pub fn parse_standalone(text: &str, file: &str) -> Result<StandaloneConfig, ConfigError> {
+    check_header(text, file, "StandaloneConfig")?;
+    parse(text, file)
+}
+
+/// Check `apiVersion` and `kind` before the body.
+fn check_header(text: &str, file: &str, kind: &str) -> Result<(), ConfigError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Header {
+        api_version: Option<serde_yaml::Value>,
+        kind: Option<serde_yaml::Value>,
+    }
+    let err = |path: &str, message: String| ConfigError {
+        file: file.to_string(),
+        line: None,
+        column: None,
+        path: path.to_string(),
+        message,
+    };
+    let header: Header = match serde_yaml::from_str(text) {
+        Ok(h) => h,
+        // Syntax errors are reported, with their line, by the full parse.
+        Err(_) => return Ok(()),
+    };
+    match header.api_version.as_ref().and_then(|v| v.as_str()) {
+        Some("dcn/v1alpha1") => {}
+        Some(other) => {
+            return Err(err(
+                "apiVersion",
+                format!("unsupported apiVersion {other:?}; this dcn reads dcn/v1alpha1"),
+            ));
+        }
+        None => {
+            return Err(err(
+                "apiVersion",
+                "missing; start the file with `apiVersion: dcn/v1alpha1`".to_string(),
+            ));
+        }
+    }
+    match header.kind.as_ref().and_then(|v| v.as_str()) {
+        Some(k) if k == kind => Ok(()),
+        Some(other) => Err(err(
+            "kind",
+            format!("this command expects kind {kind}, but the file is a {other}"),
+        )),
+        None => Err(err("kind", format!("missing; add `kind: {kind}`"))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,205 @@
+//! `StandaloneConfig`: the operator's settings for the control plane (and,
+//! through the join bundle, for its edge sites).
+
+use super::types::*;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// The control plane's settings. Every field has a default; see
+/// `dcn config defaults` for the documented file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StandaloneConfig {
+    pub api_version: super::ApiVersion,
+    pub kind: StandaloneKind,
+    #[serde(default)]
+    pub control_plane: ControlPlane,
+    #[serde(default = "default_roles")]
+    pub roles: Vec<Role>,
+    #[serde(default)]
+    pub packages: Packages,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub services: Services,
+    #[serde(default)]
+    pub bundle: BundleDefaults,
+}
+
+/// The `kind` of a [`StandaloneConfig`] file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum StandaloneKind {
+    #[default]
+    StandaloneConfig,
+}
+
+impl Default for StandaloneConfig {
+    fn default() -> Self {
+        StandaloneConfig {
+            api_version: super::ApiVersion::V1Alpha1,
+            kind: StandaloneKind::StandaloneConfig,
+            control_plane: ControlPlane::default(),
+            roles: default_roles(),
+            packages: Packages::default(),
+            network: Network::default(),
+            services: Services::default(),
+            bundle: BundleDefaults::default(),
+        }
+    }
+}
+
+fn default_roles() -> Vec<Role> {
+    vec![Role::Controller, Role::Compute]
+}
+
+/// What the standalone host runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The control plane: databases, messaging, APIs, schedulers, OVN central.
+    Controller,
+    /// nova-compute on the standalone host itself (the single-node cloud).
+    Compute,
+}
+
+/// How edges and clients reach the control plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ControlPlane {
+    /// Host name of the control plane; empty means this host's name.
+    pub hostname: Option<Hostname>,
+    /// Address the services listen on and edges connect to; empty means the
+    /// address of the interface that holds the default route.
+    pub address: Option<IpAddr>,
+    /// Extra names for the endpoints' certificates (a DNS alias, a NAT
+    /// address's name).
+    pub extra_names: Vec<Hostname>,
+    /// Keystone region of every endpoint.
+    pub region: RegionName,
+    /// HTTPS port of the join service (`dcn serve`).
+    pub join_port: Port,
+}
+
+impl Default for ControlPlane {
+    fn default() -> Self {
+        ControlPlane {
+            hostname: None,
+            address: None,
+            extra_names: Vec::new(),
+            region: "RegionOne".parse().expect("valid"),
+            join_port: Port(9443),
+        }
+    }
+}
+
+/// Where packages come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Packages {
+    pub source: PackageSource,
+}
+
+impl Default for Packages {
+    fn default() -> Self {
+        Packages {
+            source: PackageSource::Mirror,
+        }
+    }
+}
+
+/// Networking (Neutron ML2/OVN).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Network {
+    /// Overlay encapsulation between hosts: geneve or vxlan.
+    pub encapsulation: Encapsulation,
+    /// Provider (physical) networks that instances may attach to.
+    pub provider_networks: Vec<ProviderNetwork>,
+    /// DNS servers handed to instances' subnets by default.
+    pub dns_servers: Vec<IpAddr>,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            encapsulation: Encapsulation::Geneve,
+            provider_networks: vec![ProviderNetwork::default()],
+            dns_servers: Vec::new(),
+        }
+    }
+}
+
+/// Overlay encapsulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encapsulation {
+    Geneve,
+    Vxlan,
+}
+
+/// A physical network mapped to an OVS bridge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ProviderNetwork {
+    /// Neutron's name for it (`--provider-physical-network`).
+    pub name: Identifier,
+    /// The OVS bridge that carries it.
+    pub bridge: Identifier,
+    /// A host interface to plug into the bridge; none leaves the bridge
+    /// unplugged (enough for a lab).
+    pub interface: Option<Identifier>,
+}
+
+impl Default for ProviderNetwork {
+    fn default() -> Self {
+        ProviderNetwork {
+            name: "physnet1".parse().expect("valid"),
+            bridge: "br-ex".parse().expect("valid"),
+            interface: None,
+        }
+    }
+}
+
+/// Per-service settings. Services that run on edges (`novaCompute`,
+/// `ovnMetadataAgent`) get their settings through the join bundle too.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Services {
+    pub keystone: ServiceConfig,
+    pub placement: ServiceConfig,
+    pub glance: ServiceConfig,
+    pub nova: ServiceConfig,
+    pub neutron: ServiceConfig,
+    pub nova_compute: ServiceConfig,
+    pub ovn_metadata_agent: ServiceConfig,
+}
+
+/// One service's settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ServiceConfig {
+    /// API/worker processes: `auto` sizes them to the host's CPUs.
+    pub workers: Workers,
+    /// oslo.config INI text written as-is to the service's drop-in
+    /// directory; it wins over the values dcn generates.
+    pub custom_service_config: IniText,
+}
+
+/// Defaults for `dcn bundle export`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct BundleDefaults {
+    /// How long a bundle (and its join token) stays valid.
+    pub ttl: HumanDuration,
+    /// How many hosts may join with one bundle.
+    pub max_uses: u32,
+}
+
+impl Default for BundleDefaults {
+    fn default() -> Self {
+        BundleDefaults {
+            ttl: HumanDuration(std::time::Duration::from_secs(24 * 3600)),
+            max_uses: 1,
+        }
+    }
+}

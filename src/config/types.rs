@@ -1,0 +1,355 @@
+//! Validated value types for config files. Each parses from a string and
+//! rejects bad values while the YAML is read, so the error carries the
+//! field's path and line.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+macro_rules! string_newtype {
+    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                let check: fn(&str) -> Result<(), String> = $check;
+                check(&s)?;
+                Ok($name(s))
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                Self::try_from(s.to_string())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(v: $name) -> String {
+                v.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+string_newtype!(
+    /// A host name (RFC 1123): dot-separated labels of lowercase letters,
+    /// digits and hyphens.
+    Hostname,
+    check_hostname
+);
+
+string_newtype!(
+    /// An edge site's name. It becomes an availability zone, a host
+    /// aggregate and part of user names, so it is short and plain:
+    /// lowercase letters, digits and hyphens, starting with a letter.
+    SiteName,
+    check_site_name
+);
+
+string_newtype!(
+    /// A keystone region id, such as `RegionOne`.
+    RegionName,
+    |s| {
+        if !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            Ok(())
+        } else {
+            Err(format!("invalid region name {s:?}: use 1-64 letters, digits, '-' or '_'"))
+        }
+    }
+);
+
+string_newtype!(
+    /// A short identifier: a physical network or bridge name.
+    Identifier,
+    |s| {
+        if !s.is_empty() && s.len() <= 15 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            Ok(())
+        } else {
+            Err(format!("invalid name {s:?}: use 1-15 letters, digits, '-' or '_'"))
+        }
+    }
+);
+
+fn check_hostname(s: &str) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("invalid hostname {s:?}: {why}"));
+    if s.is_empty() || s.len() > 253 {
+        return bad("it must be 1-253 characters long");
+    }
+    for label in s.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return bad("each dot-separated label must be 1-63 characters long");
+        }
+        if !label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            return bad("use lowercase letters, digits and '-' only");
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return bad("a label cannot start or end with '-'");
+        }
+    }
+    if s.split('.').next_back().is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+        return bad("it looks like an IP address; put addresses in an address field");
+    }
+    Ok(())
+}
+
+fn check_site_name(s: &str) -> Result<(), String> {
+    let ok = (1..=32).contains(&s.len())
+        && s.as_bytes()[0].is_ascii_lowercase()
+        && !s.ends_with('-')
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid site name {s:?}: use 1-32 lowercase letters, digits and '-', starting with a letter (e.g. edge1)"
+        ))
+    }
+}
+
+/// A TCP port (1-65535).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
+pub struct Port(pub u16);
+
+impl TryFrom<u32> for Port {
+    type Error = String;
+    fn try_from(v: u32) -> Result<Self, String> {
+        match u16::try_from(v) {
+            Ok(p) if p > 0 => Ok(Port(p)),
+            _ => Err(format!("invalid port {v}: use 1-65535")),
+        }
+    }
+}
+
+impl From<Port> for u32 {
+    fn from(p: Port) -> u32 {
+        p.0.into()
+    }
+}
+
+/// An IP network in CIDR notation, such as `192.168.24.0/24`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Cidr(pub ipnet::IpNet);
+
+impl TryFrom<String> for Cidr {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let net: ipnet::IpNet = s
+            .parse()
+            .map_err(|_| format!("invalid CIDR {s:?}: write an address and a prefix length, e.g. 192.168.24.0/24"))?;
+        if net.trunc() != net {
+            return Err(format!(
+                "invalid CIDR {s:?}: host bits are set; did you mean {}?",
+                net.trunc()
+            ));
+        }
+        Ok(Cidr(net))
+    }
+}
+
+impl From<Cidr> for String {
+    fn from(c: Cidr) -> String {
+        c.0.to_string()
+    }
+}
+
+/// Where packages come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum PackageSource {
+    /// The apt sources the host already has (a Debian mirror).
+    Mirror,
+    /// A local apt repository folder (a flat repository with a `Packages`
+    /// index), for disconnected sites.
+    Local(std::path::PathBuf),
+}
+
+impl TryFrom<String> for PackageSource {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        if s == "mirror" {
+            return Ok(PackageSource::Mirror);
+        }
+        match s.strip_prefix("local:") {
+            Some(p) if p.starts_with('/') => Ok(PackageSource::Local(p.into())),
+            _ => Err(format!(
+                "invalid package source {s:?}: use `mirror` or `local:/absolute/path/to/repository`"
+            )),
+        }
+    }
+}
+
+impl From<PackageSource> for String {
+    fn from(p: PackageSource) -> String {
+        match p {
+            PackageSource::Mirror => "mirror".into(),
+            PackageSource::Local(path) => format!("local:{}", path.display()),
+        }
+    }
+}
+
+/// A worker count: `auto` (sized to the host's CPUs) or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "serde_yaml::Value", into = "serde_yaml::Value")]
+pub enum Workers {
+    #[default]
+    Auto,
+    Count(u32),
+}
+
+impl Workers {
+    /// The number of workers on a host with `cpus` CPUs: half the CPUs,
+    /// at least 1 and at most 4 (API services on an all-in-one host share
+    /// the CPUs with everything else).
+    pub fn resolve(self, cpus: usize) -> u32 {
+        match self {
+            Workers::Count(n) => n,
+            Workers::Auto => (cpus as u32 / 2).clamp(1, 4),
+        }
+    }
+}
+
+impl TryFrom<serde_yaml::Value> for Workers {
+    type Error = String;
+    fn try_from(v: serde_yaml::Value) -> Result<Self, String> {
+        match &v {
+            serde_yaml::Value::String(s) if s == "auto" => Ok(Workers::Auto),
+            serde_yaml::Value::Number(n) => match n.as_u64() {
+                Some(c @ 1..=64) => Ok(Workers::Count(c as u32)),
+                _ => Err(format!("invalid worker count {n}: use auto or 1-64")),
+            },
+            other => Err(format!("invalid worker count {other:?}: use auto or 1-64")),
+        }
+    }
+}
+
+impl From<Workers> for serde_yaml::Value {
+    fn from(w: Workers) -> serde_yaml::Value {
+        match w {
+            Workers::Auto => "auto".into(),
+            Workers::Count(n) => n.into(),
+        }
+    }
+}
+
+/// A duration written as humans do: `24h`, `90m`, `7d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct HumanDuration(pub Duration);
+
+impl TryFrom<String> for HumanDuration {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let d = humantime::parse_duration(&s)
+            .map_err(|e| format!("invalid duration {s:?} ({e}): write e.g. 30m, 24h or 7d"))?;
+        if d.is_zero() {
+            return Err(format!("invalid duration {s:?}: it must be longer than zero"));
+        }
+        Ok(HumanDuration(d))
+    }
+}
+
+impl From<HumanDuration> for String {
+    fn from(d: HumanDuration) -> String {
+        humantime::format_duration(d.0).to_string()
+    }
+}
+
+/// Raw oslo.config INI text that the operator adds to a service's
+/// configuration. It is checked for INI syntax when the file is read.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct IniText(String);
+
+impl IniText {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.trim().is_empty()
+    }
+}
+
+impl TryFrom<String> for IniText {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        crate::ini::Ini::parse(&s)
+            .map_err(|e| format!("invalid INI in customServiceConfig, {e}"))?;
+        Ok(IniText(s))
+    }
+}
+
+impl From<IniText> for String {
+    fn from(v: IniText) -> String {
+        v.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostnames() {
+        for ok in ["cp", "cp-1.lab.example", "a1"] {
+            assert!(ok.parse::<Hostname>().is_ok(), "{ok}");
+        }
+        for bad in ["", "-a", "a-", "A", "a_b", "a..b", "10.0.0.1", &"x".repeat(64)] {
+            assert!(bad.parse::<Hostname>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn site_names() {
+        assert!("edge1".parse::<SiteName>().is_ok());
+        assert!("edge-west-2".parse::<SiteName>().is_ok());
+        for bad in ["", "1edge", "Edge", "edge_1", "edge-", &"e".repeat(33)] {
+            assert!(bad.parse::<SiteName>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cidrs() {
+        assert!(Cidr::try_from("10.0.0.0/24".to_string()).is_ok());
+        let e = Cidr::try_from("10.0.0.1/24".to_string()).unwrap_err();
+        assert!(e.contains("did you mean 10.0.0.0/24"), "{e}");
+        assert!(Cidr::try_from("10.0.0.0".to_string()).is_err());
+    }
+
+    #[test]
+    fn ports_workers_durations_sources() {
+        assert!(Port::try_from(0).is_err());
+        assert!(Port::try_from(70000).is_err());
+        assert_eq!(Workers::Auto.resolve(2), 1);
+        assert_eq!(Workers::Auto.resolve(16), 4);
+        assert_eq!(Workers::Count(3).resolve(2), 3);
+        assert_eq!(HumanDuration::try_from("24h".to_string()).unwrap().0.as_secs(), 86400);
+        assert!(HumanDuration::try_from("0s".to_string()).is_err());
+        assert!(PackageSource::try_from("local:relative".to_string()).is_err());
+        assert_eq!(
+            PackageSource::try_from("local:/srv/repo".to_string()).unwrap(),
+            PackageSource::Local("/srv/repo".into())
+        );
+    }
+}

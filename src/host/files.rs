@@ -1,0 +1,365 @@
+//! The file writer: every file dcn writes goes through [`Files`]. Paths are
+//! absolute paths of the system being configured and are resolved under a
+//! root directory (`/` on a real host, a folder in tests and image builds).
+//! Writes are atomic (temporary file, fsync, rename), carry mode and owner,
+//! and are skipped when nothing would change. In dry-run mode nothing is
+//! written; the would-be changes and their diffs are collected instead.
+
+use super::users;
+use anyhow::{Context, Result, bail};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+
+/// Mode and ownership of a file or directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSpec {
+    pub mode: u32,
+    pub owner: Option<String>,
+    pub group: Option<String>,
+    /// Contents are secret: never shown in diffs or logs.
+    pub secret: bool,
+}
+
+impl FileSpec {
+    /// A file anyone may read (0644).
+    pub fn public() -> FileSpec {
+        FileSpec {
+            mode: 0o644,
+            owner: None,
+            group: None,
+            secret: false,
+        }
+    }
+
+    /// A secret file only its owner may read (0600).
+    pub fn secret() -> FileSpec {
+        FileSpec {
+            mode: 0o600,
+            owner: None,
+            group: None,
+            secret: true,
+        }
+    }
+
+    /// A private directory (0700).
+    pub fn private_dir() -> FileSpec {
+        FileSpec {
+            mode: 0o700,
+            owner: None,
+            group: None,
+            secret: false,
+        }
+    }
+
+    /// A directory anyone may enter (0755).
+    pub fn public_dir() -> FileSpec {
+        FileSpec {
+            mode: 0o755,
+            ..FileSpec::public()
+        }
+    }
+
+    pub fn mode(mut self, mode: u32) -> FileSpec {
+        self.mode = mode;
+        self
+    }
+
+    pub fn owner(mut self, owner: &str, group: &str) -> FileSpec {
+        self.owner = Some(owner.to_string());
+        self.group = Some(group.to_string());
+        self
+    }
+
+    /// Mark the contents secret (kept out of diffs).
+    pub fn hidden(mut self) -> FileSpec {
+        self.secret = true;
+        self
+    }
+}
+
+/// What a write did (or would do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Unchanged,
+    Created,
+    Updated,
+    Removed,
+}
+
+impl Change {
+    pub fn changed(self) -> bool {
+        self != Change::Unchanged
+    }
+}
+
+/// A change recorded in dry-run mode.
+#[derive(Debug, Clone)]
+pub struct PlannedChange {
+    pub path: String,
+    pub change: Change,
+    /// A unified diff, or a note when the contents are secret or binary.
+    pub diff: String,
+}
+
+/// Files of the system under a root directory.
+pub struct Files {
+    root: PathBuf,
+    dry_run: bool,
+    planned: Mutex<Vec<PlannedChange>>,
+}
+
+impl Files {
+    pub fn new(root: impl Into<PathBuf>, dry_run: bool) -> Files {
+        Files {
+            root: root.into(),
+            dry_run,
+            planned: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    /// Where the system path `path` (absolute, no `..`) lives on this machine.
+    pub fn host_path(&self, path: &str) -> Result<PathBuf> {
+        let p = Path::new(path);
+        if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+            bail!("internal error: {path:?} is not an absolute, normalised path");
+        }
+        Ok(self.root.join(p.strip_prefix("/").expect("absolute")))
+    }
+
+    pub fn exists(&self, path: &str) -> Result<bool> {
+        Ok(self.host_path(path)?.exists())
+    }
+
+    /// The contents of `path`, or `None` when it does not exist.
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        let hp = self.host_path(path)?;
+        match fs::read(&hp) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", hp.display())),
+        }
+    }
+
+    /// The contents of `path` as text, or `None` when it does not exist.
+    pub fn read_string(&self, path: &str) -> Result<Option<String>> {
+        match self.read(path)? {
+            None => Ok(None),
+            Some(b) => String::from_utf8(b)
+                .map(Some)
+                .with_context(|| format!("{path} is not UTF-8 text")),
+        }
+    }
+
+    /// Write `contents` to `path` atomically with `spec`'s mode and owner.
+    /// Missing parent directories are created 0755.
+    pub fn write(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<Change> {
+        let hp = self.host_path(path)?;
+        let old = self.read(path)?;
+        let change = match &old {
+            None => Change::Created,
+            Some(o) if o.as_slice() == contents && self.attrs_match(&hp, spec)? => {
+                return Ok(Change::Unchanged);
+            }
+            Some(_) => Change::Updated,
+        };
+        if self.dry_run {
+            self.plan(path, change, old.as_deref(), Some(contents), spec.secret);
+            return Ok(change);
+        }
+        self.write_atomic(&hp, contents, spec)
+            .with_context(|| format!("writing {path}"))?;
+        tracing::debug!("{} {path}", if change == Change::Created { "created" } else { "updated" });
+        Ok(change)
+    }
+
+    fn write_atomic(&self, hp: &Path, contents: &[u8], spec: &FileSpec) -> Result<()> {
+        let parent = hp.parent().context("a file path has a parent")?;
+        if !parent.exists() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".dcn-")
+            .tempfile_in(parent)
+            .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
+        // Mode before contents, so a secret is never readable by others, not
+        // even for an instant.
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(spec.mode))?;
+        self.chown(tmp.path(), spec)?;
+        tmp.write_all(contents)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(hp).map_err(|e| e.error)?;
+        fs::File::open(parent)?.sync_all()?;
+        Ok(())
+    }
+
+    /// Make sure `path` is a directory with `spec`'s mode and owner.
+    pub fn ensure_dir(&self, path: &str, spec: &FileSpec) -> Result<Change> {
+        let hp = self.host_path(path)?;
+        let change = if hp.is_dir() {
+            if self.attrs_match(&hp, spec)? {
+                return Ok(Change::Unchanged);
+            }
+            Change::Updated
+        } else {
+            Change::Created
+        };
+        if self.dry_run {
+            self.plan(path, change, None, None, false);
+            return Ok(change);
+        }
+        fs::create_dir_all(&hp).with_context(|| format!("creating directory {path}"))?;
+        fs::set_permissions(&hp, fs::Permissions::from_mode(spec.mode))
+            .with_context(|| format!("setting the mode of {path}"))?;
+        self.chown(&hp, spec)
+            .with_context(|| format!("setting the owner of {path}"))?;
+        Ok(change)
+    }
+
+    /// Remove a file if it exists.
+    pub fn remove(&self, path: &str) -> Result<Change> {
+        let hp = self.host_path(path)?;
+        if !hp.exists() {
+            return Ok(Change::Unchanged);
+        }
+        if self.dry_run {
+            self.plan(path, Change::Removed, None, None, true);
+            return Ok(Change::Removed);
+        }
+        fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
+        Ok(Change::Removed)
+    }
+
+    /// Changes collected in dry-run mode.
+    pub fn planned(&self) -> Vec<PlannedChange> {
+        self.planned.lock().unwrap().clone()
+    }
+
+    fn attrs_match(&self, hp: &Path, spec: &FileSpec) -> Result<bool> {
+        let md = fs::metadata(hp).with_context(|| format!("inspecting {}", hp.display()))?;
+        if md.mode() & 0o7777 != spec.mode {
+            return Ok(false);
+        }
+        let (uid, gid) = self.ids(spec)?;
+        Ok(uid.is_none_or(|u| u == md.uid()) && gid.is_none_or(|g| g == md.gid()))
+    }
+
+    fn ids(&self, spec: &FileSpec) -> Result<(Option<u32>, Option<u32>)> {
+        let uid = spec.owner.as_deref().map(|o| users::uid(&self.root, o)).transpose()?;
+        let gid = spec.group.as_deref().map(|g| users::gid(&self.root, g)).transpose()?;
+        Ok((uid, gid))
+    }
+
+    fn chown(&self, hp: &Path, spec: &FileSpec) -> Result<()> {
+        let (uid, gid) = self.ids(spec)?;
+        if uid.is_some() || gid.is_some() {
+            std::os::unix::fs::chown(hp, uid, gid)
+                .with_context(|| format!("changing the owner of {}", hp.display()))?;
+        }
+        Ok(())
+    }
+
+    fn plan(&self, path: &str, change: Change, old: Option<&[u8]>, new: Option<&[u8]>, secret: bool) {
+        let diff = match (secret, new) {
+            (true, _) => "(contents are secret and not shown)".to_string(),
+            (false, None) => String::new(),
+            (false, Some(new)) => text_diff(path, old.unwrap_or_default(), new),
+        };
+        self.planned.lock().unwrap().push(PlannedChange {
+            path: path.to_string(),
+            change,
+            diff,
+        });
+    }
+}
+
+/// A unified diff between two versions of a file.
+fn text_diff(path: &str, old: &[u8], new: &[u8]) -> String {
+    match (std::str::from_utf8(old), std::str::from_utf8(new)) {
+        (Ok(o), Ok(n)) => similar::TextDiff::from_lines(o, n)
+            .unified_diff()
+            .header(path, path)
+            .to_string(),
+        _ => format!("(binary contents, {} bytes)", new.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode_of(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn writes_under_the_root_with_mode_and_reports_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Files::new(dir.path(), false);
+        let spec = FileSpec::secret();
+        assert_eq!(f.write("/etc/dcn/a.conf", b"x=1\n", &spec).unwrap(), Change::Created);
+        let hp = dir.path().join("etc/dcn/a.conf");
+        assert_eq!(fs::read(&hp).unwrap(), b"x=1\n");
+        assert_eq!(mode_of(&hp), 0o600);
+        assert_eq!(f.write("/etc/dcn/a.conf", b"x=1\n", &spec).unwrap(), Change::Unchanged);
+        assert_eq!(f.write("/etc/dcn/a.conf", b"x=2\n", &spec).unwrap(), Change::Updated);
+        // A mode change alone is a change.
+        assert_eq!(f.write("/etc/dcn/a.conf", b"x=2\n", &FileSpec::public()).unwrap(), Change::Updated);
+        assert_eq!(mode_of(&hp), 0o644);
+        // No temporary files left behind.
+        assert_eq!(fs::read_dir(dir.path().join("etc/dcn")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn dry_run_writes_nothing_and_diffs() {
+        let dir = tempfile::tempdir().unwrap();
+        Files::new(dir.path(), false).write("/a.conf", b"one\ntwo\n", &FileSpec::public()).unwrap();
+        let f = Files::new(dir.path(), true);
+        f.write("/a.conf", b"one\nthree\n", &FileSpec::public()).unwrap();
+        f.write("/b.key", b"topsecret", &FileSpec::secret()).unwrap();
+        f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap();
+        assert_eq!(fs::read(dir.path().join("a.conf")).unwrap(), b"one\ntwo\n");
+        assert!(!dir.path().join("b.key").exists());
+        assert!(!dir.path().join("var").exists());
+        let plan = f.planned();
+        assert_eq!(plan.len(), 3);
+        assert!(plan[0].diff.contains("-two") && plan[0].diff.contains("+three"), "{}", plan[0].diff);
+        assert!(!plan[1].diff.contains("topsecret"));
+    }
+
+    #[test]
+    fn ensure_dir_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Files::new(dir.path(), false);
+        assert_eq!(f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap(), Change::Created);
+        assert_eq!(mode_of(&dir.path().join("var/lib/dcn")), 0o700);
+        assert_eq!(f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap(), Change::Unchanged);
+    }
+
+    #[test]
+    fn rejects_relative_and_parent_paths() {
+        let f = Files::new("/tmp/x", false);
+        assert!(f.host_path("etc/x").is_err());
+        assert!(f.host_path("/etc/../x").is_err());
+    }
+
+    #[test]
+    fn remove_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Files::new(dir.path(), false);
+        f.write("/x", b"1", &FileSpec::public()).unwrap();
+        assert_eq!(f.remove("/x").unwrap(), Change::Removed);
+        assert_eq!(f.remove("/x").unwrap(), Change::Unchanged);
+    }
+}

@@ -1,0 +1,44 @@
+//! The one place that touches the host: running commands ([`command`]) and
+//! writing files ([`files`]). Logic receives a [`Host`], so tests pass a
+//! temporary root directory and a [`RecordingRunner`] instead of the machine.
+
+pub mod command;
+pub mod files;
+mod users;
+
+pub use command::{Cmd, CmdOutput, RecordingRunner, Runner, SystemRunner};
+pub use files::{Change, FileSpec, Files, PlannedChange};
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Everything a deployment step may touch.
+#[derive(Clone)]
+pub struct Host {
+    pub files: Arc<Files>,
+    pub runner: Arc<dyn Runner>,
+    /// True when nothing may change: files are diffed, not written, and only
+    /// read-only commands run.
+    pub dry_run: bool,
+}
+
+impl Host {
+    /// The real machine (or a root folder for image builds), running commands
+    /// for real.
+    pub fn system(root: impl Into<PathBuf>, dry_run: bool) -> Host {
+        Host {
+            files: Arc::new(Files::new(root, dry_run)),
+            runner: Arc::new(SystemRunner::new(dry_run)),
+            dry_run,
+        }
+    }
+
+    /// A host whose commands go to `runner` (tests, containers).
+    pub fn with_runner(root: impl Into<PathBuf>, runner: Arc<dyn Runner>, dry_run: bool) -> Host {
+        Host {
+            files: Arc::new(Files::new(root, dry_run)),
+            runner,
+            dry_run,
+        }
+    }
+}

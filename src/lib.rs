@@ -1,0 +1,23 @@
+//! dcn: install an all-in-one OpenStack control plane on a lab server and join
+//! remote edge hosts to it as compute nodes.
+//!
+//! The binary (`src/main.rs`) only parses arguments and prints errors; every
+//! subcommand is one library function reached through [`app::run`].
+//!
+//! Side effects are concentrated in [`host`]: one command runner, one file
+//! writer. Everything else takes a [`host::Host`] so it can be tested against
+//! a temporary root directory and a recording command runner.
+
+pub mod app;
+pub mod bundle;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod host;
+pub mod ini;
+pub mod logging;
+pub mod pki;
+pub mod preflight;
+pub mod secrets;
+pub mod standalone;
+pub mod timefmt;
