@@ -1,1 +1,100 @@
-//! TODO
+//! One library call per subcommand: [`run`] maps the parsed command line
+//! onto the library and prints results on stdout.
+
+use crate::cli::*;
+use anyhow::{Context, Result};
+use std::process::ExitCode;
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Config(ConfigCommand::Defaults) => {
+            print!("{}", crate::config::STANDALONE_DEFAULTS);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config(ConfigCommand::Validate { file }) => {
+            crate::config::load_standalone(&file)?;
+            println!("{}: valid", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Preflight(args) => preflight(args),
+        Command::Bundle(cmd) => bundle(cmd),
+        Command::Standalone(StandaloneCommand::Init(args)) => standalone_init(args),
+        Command::Completions(args) => {
+            clap_complete::generate(args.shell, &mut command(), "dcn", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man(args) => {
+            std::fs::create_dir_all(&args.out_dir)
+                .with_context(|| format!("creating {}", args.out_dir.display()))?;
+            for (name, text) in man::pages() {
+                let path = args.out_dir.join(&name);
+                std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn load_config(path: Option<&std::path::Path>) -> Result<crate::config::StandaloneConfig> {
+    match path {
+        Some(p) => crate::config::load_standalone(p),
+        None => Ok(crate::config::StandaloneConfig::default()),
+    }
+}
+
+fn preflight(_args: PreflightArgs) -> Result<ExitCode> {
+    anyhow::bail!("preflight: wiring in progress")
+}
+
+fn bundle(_cmd: BundleCommand) -> Result<ExitCode> {
+    anyhow::bail!("bundle: wiring in progress")
+}
+
+fn standalone_init(args: InitArgs) -> Result<ExitCode> {
+    let config = load_config(args.config.as_deref())?;
+    let until = match args.phase {
+        InitPhase::Secrets => crate::standalone::PhaseName::Secrets,
+    };
+    let host = crate::host::Host::system(&args.root, args.dry_run);
+    let report = crate::standalone::init(&config, &host, until)?;
+    if args.dry_run {
+        print_plan(&report.run);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let changed = report.changed_steps();
+    if changed.is_empty() {
+        println!("Nothing to do: every step was already done.");
+    } else {
+        println!("Applied {} step(s): {}", changed.len(), changed.join(", "));
+    }
+    for (phase, took) in &report.run.phases {
+        println!("  {phase:<10} {:.1}s", took.as_secs_f64());
+    }
+    if let Some(pin) = report.ca_pin {
+        println!("CA pin: {pin}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Print a dry run's steps and file diffs.
+fn print_plan(run: &crate::engine::RunReport) {
+    use crate::engine::Outcome;
+    for (name, outcome) in &run.steps {
+        match outcome {
+            Outcome::AlreadyDone => println!("  ok       {name}"),
+            Outcome::Applied => println!("  applied  {name}"),
+            Outcome::WouldApply(files) => {
+                println!("  change   {name}");
+                for f in files {
+                    println!("             {f}");
+                }
+            }
+        }
+    }
+    for change in &run.planned {
+        println!("\n--- {} ({:?})", change.path, change.change);
+        print!("{}", change.diff);
+    }
+    println!("\nDry run: nothing was changed.");
+}

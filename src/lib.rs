@@ -16,6 +16,7 @@ pub mod engine;
 pub mod host;
 pub mod ini;
 pub mod logging;
+pub mod paths;
 pub mod pki;
 pub mod preflight;
 pub mod secrets;

@@ -1,1 +1,185 @@
-//! TODO
+//! The command line, as clap definitions and nothing else. [`crate::app`]
+//! turns a parsed [`Cli`] into one library call per subcommand.
+
+pub mod man;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Install an all-in-one OpenStack control plane and join edge hosts to it.
+///
+/// On the lab server, `dcn preflight standalone` checks the host and
+/// `dcn standalone init` sets it up (so far its secrets phase: passwords, the
+/// CA and certificates). `dcn bundle verify` checks a join bundle before an
+/// edge host uses it.
+#[derive(Debug, Parser)]
+#[command(name = "dcn", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// More detail on stderr (-v: debug, -vv: trace, incl. every command line)
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only warnings and errors on stderr
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+/// How chatty the logs on stderr are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Debug,
+    Trace,
+}
+
+impl GlobalArgs {
+    pub fn verbosity(&self) -> Verbosity {
+        match (self.quiet, self.verbose) {
+            (true, _) => Verbosity::Quiet,
+            (false, 0) => Verbosity::Normal,
+            (false, 1) => Verbosity::Debug,
+            (false, _) => Verbosity::Trace,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write and check configuration files
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Check whether this host can run the control plane or an edge compute
+    Preflight(PreflightArgs),
+    /// Inspect and verify join bundles
+    #[command(subcommand)]
+    Bundle(BundleCommand),
+    /// Set up this host as the control plane
+    #[command(subcommand)]
+    Standalone(StandaloneCommand),
+    /// Print a shell completion script
+    Completions(CompletionsArgs),
+    /// Write the man pages (one per subcommand) into a directory
+    #[command(hide = true)]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the complete default StandaloneConfig, with comments
+    Defaults,
+    /// Check a config file: syntax, unknown fields, types and values
+    Validate {
+        /// The config file (YAML)
+        file: PathBuf,
+    },
+}
+
+/// Output format of commands that report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// The role a host is checked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HostRole {
+    /// The all-in-one control plane
+    Standalone,
+    /// An edge compute host
+    Edge,
+}
+
+#[derive(Debug, Args)]
+pub struct PreflightArgs {
+    /// What the host is checked for
+    pub role: HostRole,
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// Turn these failing checks into warnings (comma-separated names, or `all`)
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub ignore_preflight_errors: Vec<String>,
+    /// The control plane's config file (for its join port)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Show what a join bundle holds, secrets redacted
+    Inspect {
+        /// The bundle (.tar.gz)
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Check a join bundle: format, integrity, signature, expiry and CA pin
+    Verify {
+        /// The bundle (.tar.gz)
+        file: PathBuf,
+        /// The CA pin printed by `dcn bundle export` (sha256:HEX)
+        #[arg(long, value_name = "sha256:HEX")]
+        ca_pin: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StandaloneCommand {
+    /// Install and configure the control plane on this host
+    Init(InitArgs),
+}
+
+/// Phases of `standalone init`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InitPhase {
+    /// State directories, passwords, the CA and certificates
+    Secrets,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Config file (StandaloneConfig); defaults apply without one
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run the phases up to and including this one
+    #[arg(long, value_enum, required = true)]
+    pub phase: InitPhase,
+    /// Treat DIR as the root of the system to configure (secrets go to DIR/var/lib/dcn)
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Print the plan and the file changes without changing anything
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write the pages into
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
+}
+
+/// The clap command, for completions and man pages.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests;
+

@@ -1,0 +1,108 @@
+use super::*;
+use crate::host::{FileSpec, Files, Host, RecordingRunner};
+use std::cell::Cell;
+use std::sync::Arc;
+
+/// Writes a file; done when the file has the contents.
+struct WriteFile(&'static str, &'static str);
+
+impl Step for WriteFile {
+    fn name(&self) -> String {
+        format!("test.write{}", self.0.replace('/', "-"))
+    }
+    fn describe(&self) -> String {
+        format!("write {}", self.0)
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        Ok(ctx.host.files.read(self.0)?.as_deref() == Some(self.1.as_bytes()))
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        ctx.host.files.write(self.0, self.1.as_bytes(), &FileSpec::public())?;
+        Ok(())
+    }
+}
+
+/// Uses the journal's default `is_done`; fails while `fail` is set.
+struct Flaky<'a> {
+    fail: &'a Cell<bool>,
+    runs: &'a Cell<u32>,
+}
+
+impl Step for Flaky<'_> {
+    fn name(&self) -> String {
+        "test.flaky".into()
+    }
+    fn describe(&self) -> String {
+        "flaky".into()
+    }
+    fn apply(&self, _: &Context) -> Result<()> {
+        self.runs.set(self.runs.get() + 1);
+        if self.fail.get() {
+            anyhow::bail!("interrupted");
+        }
+        Ok(())
+    }
+}
+
+fn host(dir: &std::path::Path, dry_run: bool) -> Host {
+    Host {
+        files: Arc::new(Files::new(dir, dry_run)),
+        runner: Arc::new(RecordingRunner::new()),
+        dry_run,
+    }
+}
+
+#[test]
+fn second_run_skips_finished_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let phases = vec![Phase {
+        name: "files",
+        steps: vec![Box::new(WriteFile("/etc/a", "1")), Box::new(WriteFile("/etc/b", "2"))],
+    }];
+    let r = run(&phases, &host(dir.path(), false)).unwrap();
+    assert_eq!(r.applied(), 2);
+    let r = run(&phases, &host(dir.path(), false)).unwrap();
+    assert_eq!(r.applied(), 0);
+    assert!(r.steps.iter().all(|(_, o)| *o == Outcome::AlreadyDone));
+}
+
+#[test]
+fn interrupted_run_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let fail = Cell::new(true);
+    let runs = Cell::new(0);
+    let steps = || -> Vec<Phase> {
+        vec![Phase {
+            name: "p",
+            steps: vec![
+                Box::new(WriteFile("/etc/a", "1")),
+                Box::new(Flaky { fail: &fail, runs: &runs }),
+            ],
+        }]
+    };
+    let err = run(&steps(), &host(dir.path(), false)).unwrap_err();
+    assert!(format!("{err:#}").contains("step test.flaky failed: interrupted"));
+    fail.set(false);
+    let r = run(&steps(), &host(dir.path(), false)).unwrap();
+    assert!(r.resumed_from.is_some());
+    assert_eq!(r.steps[0].1, Outcome::AlreadyDone);
+    assert_eq!(r.steps[1].1, Outcome::Applied);
+    // Now recorded in the journal: not run a third time.
+    let r = run(&steps(), &host(dir.path(), false)).unwrap();
+    assert!(r.resumed_from.is_none());
+    assert_eq!(r.steps[1].1, Outcome::AlreadyDone);
+    assert_eq!(runs.get(), 2);
+}
+
+#[test]
+fn dry_run_changes_nothing_and_lists_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let phases = vec![Phase {
+        name: "files",
+        steps: vec![Box::new(WriteFile("/etc/a", "1"))],
+    }];
+    let r = run(&phases, &host(dir.path(), true)).unwrap();
+    assert_eq!(r.steps[0].1, Outcome::WouldApply(vec!["/etc/a".into()]));
+    assert_eq!(r.planned.len(), 1);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written, not even the journal");
+}

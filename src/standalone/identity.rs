@@ -1,0 +1,143 @@
+//! Who the control plane is on the network: its host name and the address
+//! services listen on, from the config or detected on the host.
+
+use crate::config::StandaloneConfig;
+use anyhow::{Context, Result, bail};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
+
+/// The control plane's name and address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub hostname: String,
+    pub address: IpAddr,
+    /// Every name and address certificates must carry.
+    pub dns_names: Vec<String>,
+}
+
+impl Identity {
+    /// From the config, filling what it leaves empty from the host under
+    /// `root` (detection needs the live system, so it only works for `/`).
+    pub fn resolve(config: &StandaloneConfig, root: &Path) -> Result<Identity> {
+        let cp = &config.control_plane;
+        let live = root == Path::new("/");
+        let hostname = match &cp.hostname {
+            Some(h) => h.to_string(),
+            None if live => nix::unistd::gethostname()
+                .context("reading this host's name")?
+                .to_string_lossy()
+                .into_owned(),
+            None => {
+                let p = root.join("etc/hostname");
+                std::fs::read_to_string(&p)
+                    .map(|s| s.trim().to_string())
+                    .with_context(|| {
+                        format!("reading {} (or set controlPlane.hostname)", p.display())
+                    })?
+            }
+        };
+        hostname.parse::<crate::config::types::Hostname>().map_err(|e| {
+            anyhow::anyhow!("this host's name is not usable for the control plane: {e}; set controlPlane.hostname in the config")
+        })?;
+        let address = match cp.address {
+            Some(a) => a,
+            None if live => detect_address()?,
+            None => bail!(
+                "controlPlane.address must be set in the config when --root is not /"
+            ),
+        };
+        let mut dns_names = vec![hostname.clone()];
+        if let Some(short) = hostname.split('.').next()
+            && short != hostname
+        {
+            dns_names.push(short.to_string());
+        }
+        for n in &cp.extra_names {
+            if !dns_names.contains(&n.to_string()) {
+                dns_names.push(n.to_string());
+            }
+        }
+        Ok(Identity {
+            hostname,
+            address,
+            dns_names,
+        })
+    }
+}
+
+/// The IPv4 address of the interface that holds the default route, or the
+/// only non-loopback IPv4 address.
+fn detect_address() -> Result<IpAddr> {
+    let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+    let default_iface = default_route_interface(&route);
+    let mut candidates: Vec<(String, Ipv4Addr)> = Vec::new();
+    for ifa in nix::ifaddrs::getifaddrs().context("listing network interfaces")? {
+        let Some(addr) = ifa.address.as_ref().and_then(|a| a.as_sockaddr_in()) else {
+            continue;
+        };
+        let ip = addr.ip();
+        if !ip.is_loopback() {
+            candidates.push((ifa.interface_name.clone(), ip));
+        }
+    }
+    if let Some(iface) = default_iface
+        && let Some((_, ip)) = candidates.iter().find(|(n, _)| *n == iface)
+    {
+        return Ok(IpAddr::V4(*ip));
+    }
+    match candidates.as_slice() {
+        [(_, ip)] => Ok(IpAddr::V4(*ip)),
+        [] => bail!(
+            "this host has no non-loopback IPv4 address; configure one, or set controlPlane.address in the config"
+        ),
+        many => bail!(
+            "cannot tell which address the control plane should use (no default route; addresses: {}); set controlPlane.address in the config",
+            many.iter()
+                .map(|(n, ip)| format!("{ip} on {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The interface of the IPv4 default route in `/proc/net/route` text.
+fn default_route_interface(route: &str) -> Option<String> {
+    route.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 7 && f[1] == "00000000" && f[7] == "00000000").then(|| f[0].to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_default_route_interface() {
+        let route = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+                     eth0\t0000F00A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
+                     eth1\t00000000\t0100F00A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
+        assert_eq!(default_route_interface(route).as_deref(), Some("eth1"));
+        assert_eq!(default_route_interface("Iface\n"), None);
+    }
+
+    #[test]
+    fn config_values_win_and_names_are_collected() {
+        let mut c = StandaloneConfig::default();
+        c.control_plane.hostname = Some("cp.lab.test".parse().unwrap());
+        c.control_plane.address = Some("10.240.0.10".parse().unwrap());
+        c.control_plane.extra_names = vec!["cloud.test".parse().unwrap()];
+        let id = Identity::resolve(&c, Path::new("/nonexistent")).unwrap();
+        assert_eq!(id.hostname, "cp.lab.test");
+        assert_eq!(id.dns_names, vec!["cp.lab.test", "cp", "cloud.test"]);
+    }
+
+    #[test]
+    fn a_folder_root_needs_an_address() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("etc")).unwrap();
+        std::fs::write(dir.path().join("etc/hostname"), "cp1\n").unwrap();
+        let err = Identity::resolve(&StandaloneConfig::default(), dir.path()).unwrap_err();
+        assert!(format!("{err:#}").contains("controlPlane.address must be set"));
+    }
+}

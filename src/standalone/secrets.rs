@@ -1,0 +1,205 @@
+//! The secrets phase of `standalone init`: state directories, service
+//! passwords, the CA and the control plane's leaf certificates. Nothing that
+//! exists is ever regenerated: re-running keeps every secret byte for byte.
+
+use super::identity::Identity;
+use crate::engine::{Context, Phase, Step};
+use crate::host::FileSpec;
+use crate::paths::{self, CA_CERT, CA_KEY, PKI_DIR, SECRETS_DIR, STATE_DIR};
+use crate::pki::{CertInfo, CertificateAuthority, LeafRequest, Usage};
+use crate::secrets::{PasswordStore, Secret};
+use anyhow::{Context as _, Result, bail};
+
+/// Passwords the control plane needs: one per database, one per service
+/// user, the admin's, the messaging user's and the metadata proxy secret.
+pub const CONTROL_PLANE_PASSWORDS: &[&str] = &[
+    "keystone_admin",
+    "keystone_db",
+    "placement_db",
+    "placement_service",
+    "glance_db",
+    "glance_service",
+    "nova_db",
+    "nova_service",
+    "neutron_db",
+    "neutron_service",
+    "rabbitmq_controlplane",
+    "metadata_secret",
+];
+
+/// The control plane's TLS endpoints, each with its own certificate.
+pub const LEAVES: &[(&str, Usage, &str)] = &[
+    ("api", Usage::Server, "OpenStack API endpoints"),
+    ("rabbitmq", Usage::Server, "RabbitMQ TLS listener for edges"),
+    ("ovn-sb", Usage::ServerAndClient, "OVN southbound database for edges"),
+    ("join", Usage::Server, "dcn join service"),
+];
+
+/// The secrets phase.
+pub fn phase(identity: &Identity) -> Phase<'static> {
+    let mut steps: Vec<Box<dyn Step>> = vec![Box::new(StateDirs), Box::new(Passwords), Box::new(Ca)];
+    for (name, usage, purpose) in LEAVES {
+        steps.push(Box::new(Leaf {
+            name,
+            purpose,
+            request: LeafRequest {
+                common_name: format!("{} {}", identity.hostname, name),
+                dns_names: identity.dns_names.clone(),
+                ip_addresses: vec![identity.address],
+                usage: *usage,
+            },
+        }));
+    }
+    Phase {
+        name: "secrets",
+        steps,
+    }
+}
+
+struct StateDirs;
+
+const PRIVATE_DIRS: [&str; 3] = [STATE_DIR, SECRETS_DIR, PKI_DIR];
+
+impl Step for StateDirs {
+    fn name(&self) -> String {
+        "secrets.dirs".into()
+    }
+    fn describe(&self) -> String {
+        format!("create {STATE_DIR} and its private directories (0700)")
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        use std::os::unix::fs::PermissionsExt;
+        for d in PRIVATE_DIRS {
+            let p = ctx.host.files.host_path(d)?;
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_dir() && m.permissions().mode() & 0o7777 == 0o700 => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        for d in PRIVATE_DIRS {
+            ctx.host.files.ensure_dir(d, &FileSpec::private_dir())?;
+        }
+        Ok(())
+    }
+}
+
+struct Passwords;
+
+impl Step for Passwords {
+    fn name(&self) -> String {
+        "secrets.passwords".into()
+    }
+    fn describe(&self) -> String {
+        "generate missing service passwords".into()
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let store = PasswordStore::load(&ctx.host.files)?;
+        Ok(CONTROL_PLANE_PASSWORDS.iter().all(|n| store.get(n).is_ok()))
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let mut store = PasswordStore::load(&ctx.host.files)?;
+        let added = store.ensure(CONTROL_PLANE_PASSWORDS.iter().copied());
+        store.save(&ctx.host.files)?;
+        let verb = if ctx.host.dry_run { "would generate" } else { "generated" };
+        tracing::info!("    {verb} {} password(s): {}", added.len(), added.join(", "));
+        Ok(())
+    }
+}
+
+struct Ca;
+
+impl Step for Ca {
+    fn name(&self) -> String {
+        "secrets.ca".into()
+    }
+    fn describe(&self) -> String {
+        "create the dcn certificate authority".into()
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let files = &ctx.host.files;
+        match (files.exists(CA_CERT)?, files.exists(CA_KEY)?) {
+            (true, true) => Ok(true),
+            (false, false) => Ok(false),
+            (cert, _) => bail!(
+                "found {} without {}: restore the missing file from a backup, or remove {PKI_DIR} to create a new CA (every edge host must then join again)",
+                if cert { CA_CERT } else { CA_KEY },
+                if cert { CA_KEY } else { CA_CERT },
+            ),
+        }
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let ca = CertificateAuthority::generate("dcn CA")?;
+        let files = &ctx.host.files;
+        files.write(CA_KEY, ca.key_pem().expose().as_bytes(), &FileSpec::secret())?;
+        files.write(CA_CERT, ca.cert_pem().as_bytes(), &FileSpec::secret())?;
+        Ok(())
+    }
+}
+
+/// Load the CA from the state directory.
+pub fn load_ca(files: &crate::host::Files) -> Result<CertificateAuthority> {
+    let cert = files
+        .read_string(CA_CERT)?
+        .with_context(|| format!("{CA_CERT} is missing; run `dcn standalone init` first"))?;
+    let key = files
+        .read_string(CA_KEY)?
+        .with_context(|| format!("{CA_KEY} is missing; run `dcn standalone init` first"))?;
+    CertificateAuthority::load(&cert, &Secret::new(key))
+}
+
+struct Leaf {
+    name: &'static str,
+    purpose: &'static str,
+    request: LeafRequest,
+}
+
+impl Step for Leaf {
+    fn name(&self) -> String {
+        format!("secrets.cert-{}", self.name)
+    }
+    fn describe(&self) -> String {
+        format!("issue the {} certificate ({})", self.name, self.purpose)
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let files = &ctx.host.files;
+        let cert_path = paths::leaf_cert(self.name);
+        let (Some(cert), true) = (files.read_string(&cert_path)?, files.exists(&paths::leaf_key(self.name))?) else {
+            return Ok(false);
+        };
+        // Existing certificates are kept; a changed name or address is
+        // reported rather than silently re-issued.
+        let info = CertInfo::from_pem(&cert).with_context(|| format!("reading {cert_path}"))?;
+        let missing: Vec<String> = self
+            .request
+            .dns_names
+            .iter()
+            .filter(|n| !info.dns_names.contains(n))
+            .cloned()
+            .chain(self.request.ip_addresses.iter().filter(|a| !info.ip_addresses.contains(a)).map(|a| a.to_string()))
+            .collect();
+        if !missing.is_empty() {
+            tracing::warn!(
+                "{cert_path} does not cover {}; remove it and its key and re-run to issue a new one",
+                missing.join(", ")
+            );
+        }
+        Ok(true)
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let files = &ctx.host.files;
+        if files.is_dry_run() && !files.exists(CA_CERT)? {
+            // The CA is created by an earlier step that a dry run skipped.
+            files.write(&paths::leaf_cert(self.name), b"", &FileSpec::secret())?;
+            files.write(&paths::leaf_key(self.name), b"", &FileSpec::secret())?;
+            return Ok(());
+        }
+        let ca = load_ca(files)?;
+        let issued = ca.issue(&self.request)?;
+        files.write(&paths::leaf_key(self.name), issued.key_pem.expose().as_bytes(), &FileSpec::secret())?;
+        files.write(&paths::leaf_cert(self.name), issued.cert_pem.as_bytes(), &FileSpec::secret())?;
+        Ok(())
+    }
+}
