@@ -29,7 +29,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 .with_context(|| format!("creating {}", args.out_dir.display()))?;
             for (name, text) in man::pages() {
                 let path = args.out_dir.join(&name);
-                std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+                std::fs::write(&path, text)
+                    .with_context(|| format!("writing {}", path.display()))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -43,8 +44,30 @@ fn load_config(path: Option<&std::path::Path>) -> Result<crate::config::Standalo
     }
 }
 
-fn preflight(_args: PreflightArgs) -> Result<ExitCode> {
-    anyhow::bail!("preflight: wiring in progress")
+fn preflight(args: PreflightArgs) -> Result<ExitCode> {
+    use crate::preflight::{Params, Role};
+    let role = match args.role {
+        HostRole::Standalone => Role::Standalone,
+        HostRole::Edge => Role::Edge,
+    };
+    let params = match (&args.config, role) {
+        (Some(path), _) => Params::from_config(&crate::config::load_standalone(path)?),
+        (None, Role::Standalone) => {
+            Params::from_config(&crate::config::StandaloneConfig::default())
+        }
+        (None, Role::Edge) => Params::default(),
+    };
+    let ignore = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
+    let report = crate::preflight::run(role, std::path::Path::new("/"), &params, &ignore)?;
+    match args.output {
+        OutputFormat::Text => println!("{report}"),
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+    }
+    Ok(if report.has_errors() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn bundle(_cmd: BundleCommand) -> Result<ExitCode> {

@@ -310,9 +310,8 @@ pub fn tail_lines(text: &str, n: usize) -> String {
 /// Quote `s` for display as one shell word.
 pub fn shell_quote(s: &str) -> String {
     let plain = !s.is_empty()
-        && s.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b)
-        });
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
     if plain {
         s.to_string()
     } else {
@@ -365,6 +364,83 @@ impl Runner for RecordingRunner {
     }
 }
 
+/// Start a long-running process (a container) detached from dcn: its own
+/// process group, stdin from /dev/null, stdout and stderr appended to `log`.
+/// Returns its PID. Used by the lab, whose containers outlive `dcn lab up`.
+pub fn spawn_daemon(cmd: &Cmd, log: &std::path::Path) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    tracing::debug!(description = %cmd.description, "starting: {}", cmd.command_line());
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    let mut c = Command::new(&cmd.program);
+    c.args(&cmd.args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0);
+    for (k, v) in &cmd.env {
+        c.env(k, v);
+    }
+    let child = c
+        .spawn()
+        .with_context(|| format!("{}: cannot start `{}`", cmd.description, cmd.program))?;
+    Ok(child.id())
+}
+
+/// Run a command with stdin, stdout and stderr inherited (its progress shows
+/// live), within its timeout. For long operator-facing runs such as `dcn
+/// standalone init` inside a lab container, and for `dcn lab exec`.
+///
+/// An `interactive` command stays in dcn's process group, so it may read
+/// the terminal; a non-interactive one gets its own group, so a timeout
+/// kills its children too.
+pub fn run_inherited(cmd: &Cmd, interactive: bool) -> Result<i32> {
+    use std::os::unix::process::CommandExt;
+    tracing::debug!(description = %cmd.description, "running: {}", cmd.command_line());
+    let mut c = Command::new(&cmd.program);
+    c.args(&cmd.args);
+    if !interactive {
+        c.process_group(0).stdin(Stdio::null());
+    }
+    for (k, v) in &cmd.env {
+        c.env(k, v);
+    }
+    let mut child = c
+        .spawn()
+        .with_context(|| format!("{}: cannot start `{}`", cmd.description, cmd.program))?;
+    let deadline = Instant::now() + cmd.timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let code = status.code().unwrap_or(128 + 9);
+            if cmd.check && code != 0 {
+                bail!(
+                    "{}: `{}` failed with exit status {code} (its output is above)",
+                    cmd.description,
+                    cmd.command_line()
+                );
+            }
+            return Ok(code);
+        }
+        if Instant::now() >= deadline {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+            bail!(
+                "{}: `{}` did not finish within {}s and was killed",
+                cmd.description,
+                cmd.command_line(),
+                cmd.timeout.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,7 +476,11 @@ mod tests {
             .unwrap();
         assert_eq!(out.stdout, "s3cret-value");
         let err = r
-            .run(&Cmd::new("fail", "sh").args(["-c", "cat >/dev/null; exit 1"]).stdin(Secret::new("s3cret-value")))
+            .run(
+                &Cmd::new("fail", "sh")
+                    .args(["-c", "cat >/dev/null; exit 1"])
+                    .stdin(Secret::new("s3cret-value")),
+            )
             .unwrap_err();
         assert!(!format!("{err:#} {err:?}").contains("s3cret-value"));
     }
@@ -410,10 +490,17 @@ mod tests {
         let r = SystemRunner::new(false);
         let started = Instant::now();
         let err = r
-            .run(&Cmd::new("sleeping", "sh").args(["-c", "sleep 30 & sleep 30"]).timeout(Duration::from_millis(300)))
+            .run(
+                &Cmd::new("sleeping", "sh")
+                    .args(["-c", "sleep 30 & sleep 30"])
+                    .timeout(Duration::from_millis(300)),
+            )
             .unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10));
-        assert!(format!("{err:#}").contains("did not finish within"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("did not finish within"),
+            "{err:#}"
+        );
     }
 
     #[test]
@@ -428,14 +515,18 @@ mod tests {
     #[test]
     fn unchecked_commands_return_their_code() {
         let r = SystemRunner::new(false);
-        let out = r.run(&Cmd::new("x", "sh").args(["-c", "exit 4"]).unchecked()).unwrap();
+        let out = r
+            .run(&Cmd::new("x", "sh").args(["-c", "exit 4"]).unchecked())
+            .unwrap();
         assert_eq!(out.code, Some(4));
     }
 
     #[test]
     fn missing_program_is_a_clear_error() {
         let r = SystemRunner::new(false);
-        let err = r.run(&Cmd::new("frobbing", "/nonexistent/frob")).unwrap_err();
+        let err = r
+            .run(&Cmd::new("frobbing", "/nonexistent/frob"))
+            .unwrap_err();
         assert!(format!("{err:#}").contains("frobbing: cannot start `/nonexistent/frob`"));
     }
 
@@ -450,7 +541,11 @@ mod tests {
     #[test]
     fn recording_runner_records_and_answers() {
         let r = RecordingRunner::answering(|c| {
-            if c.program == "false" { CmdOutput::failed(1, "nope") } else { CmdOutput::ok("yes") }
+            if c.program == "false" {
+                CmdOutput::failed(1, "nope")
+            } else {
+                CmdOutput::ok("yes")
+            }
         });
         assert_eq!(r.run(&Cmd::new("a", "true")).unwrap().stdout, "yes");
         assert!(r.run(&Cmd::new("b", "false")).is_err());

@@ -2,8 +2,10 @@
 //! writing files ([`files`]). Logic receives a [`Host`], so tests pass a
 //! temporary root directory and a [`RecordingRunner`] instead of the machine.
 
+pub mod apt;
 pub mod command;
 pub mod files;
+pub mod systemd;
 mod users;
 
 pub use command::{Cmd, CmdOutput, RecordingRunner, Runner, SystemRunner};

@@ -1,0 +1,233 @@
+//! The one place that talks to apt and dpkg: which packages are installed,
+//! where packages come from (the host's mirror or a local repository), debconf
+//! answers, and installs that start no service (`policy-rc.d` exits 101, so
+//! nothing runs before dcn has configured it).
+
+use super::command::{Cmd, Runner};
+use super::files::{FileSpec, Files};
+use crate::config::types::PackageSource;
+use crate::secrets::Secret;
+use anyhow::{Context, Result};
+use std::time::Duration;
+
+/// The policy script that keeps maintainer scripts from starting services.
+pub const POLICY_RC_D: &str = "/usr/sbin/policy-rc.d";
+/// The apt source list of a local repository.
+pub const LOCAL_SOURCE_LIST: &str = "/etc/apt/sources.list.d/dcn-local.list";
+/// Installs of a few hundred packages on two cores take minutes.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(45 * 60);
+
+/// One debconf answer: `package question type value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DebconfAnswer {
+    pub package: String,
+    pub question: String,
+    pub kind: String,
+    pub value: String,
+}
+
+/// apt and dpkg on a host.
+pub struct Apt<'a> {
+    runner: &'a dyn Runner,
+    files: &'a Files,
+    source: PackageSource,
+}
+
+impl<'a> Apt<'a> {
+    pub fn new(runner: &'a dyn Runner, files: &'a Files, source: PackageSource) -> Self {
+        Apt {
+            runner,
+            files,
+            source,
+        }
+    }
+
+    /// The packages of `wanted` that are not installed.
+    pub fn missing(&self, wanted: &[String]) -> Result<Vec<String>> {
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.runner.run(
+            &Cmd::new("checking which packages are installed", "dpkg-query")
+                .args(["-W", "-f=${Package} ${db:Status-Status}\\n"])
+                .args(wanted.iter().cloned())
+                .read_only()
+                .unchecked(),
+        )?;
+        let installed: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, status)| *status == "installed")
+            .map(|(p, _)| p)
+            .collect();
+        Ok(wanted
+            .iter()
+            .filter(|w| !installed.contains(&w.as_str()))
+            .cloned()
+            .collect())
+    }
+
+    /// apt options that restrict apt to the local repository, if that is the
+    /// source, so a disconnected site never reaches for a mirror.
+    fn source_options(&self) -> Vec<String> {
+        match &self.source {
+            PackageSource::Mirror => Vec::new(),
+            PackageSource::Local(_) => vec![
+                "-o".into(),
+                format!("Dir::Etc::sourcelist={LOCAL_SOURCE_LIST}"),
+                "-o".into(),
+                "Dir::Etc::sourceparts=-".into(),
+                "-o".into(),
+                "APT::Get::List-Cleanup=0".into(),
+            ],
+        }
+    }
+
+    /// Point apt at the configured source and refresh its package lists.
+    pub fn update(&self) -> Result<()> {
+        if let PackageSource::Local(path) = &self.source {
+            let index = self
+                .files
+                .host_path(&format!("{}/Packages", path.display()))?;
+            if !index.exists() {
+                anyhow::bail!(
+                    "{} has no Packages index: a local repository needs the .deb files and a Packages file (e.g. `dpkg-scanpackages . > Packages`)",
+                    path.display()
+                );
+            }
+            let line = format!("deb [trusted=yes] file:{} ./\n", path.display());
+            self.files
+                .write(LOCAL_SOURCE_LIST, line.as_bytes(), &FileSpec::public())?;
+        }
+        self.runner.run(
+            &Cmd::new("refreshing apt's package lists", "apt-get")
+                .args(self.source_options())
+                .args(["-q", "update"])
+                .timeout(Duration::from_secs(600)),
+        )?;
+        Ok(())
+    }
+
+    /// Give debconf its answers before packages ask.
+    pub fn preseed(&self, answers: &[DebconfAnswer]) -> Result<()> {
+        if answers.is_empty() {
+            return Ok(());
+        }
+        let text: String = answers
+            .iter()
+            .map(|a| format!("{} {} {} {}\n", a.package, a.question, a.kind, a.value))
+            .collect();
+        self.runner.run(
+            &Cmd::new("preseeding debconf answers", "debconf-set-selections")
+                .stdin(Secret::new(text)),
+        )?;
+        Ok(())
+    }
+
+    /// Install `packages` without starting any service, keeping existing
+    /// config files. `policy-rc.d` is removed afterwards, also on failure.
+    pub fn install(&self, packages: &[String], recommends: bool) -> Result<()> {
+        if packages.is_empty() {
+            return Ok(());
+        }
+        self.files
+            .write(
+                POLICY_RC_D,
+                b"#!/bin/sh\n# dcn: start nothing while packages install\nexit 101\n",
+                &FileSpec::public().mode(0o755),
+            )
+            .context("keeping services from starting during the install")?;
+        let result = self.runner.run(
+            &Cmd::new(
+                format!("installing {} package(s)", packages.len()),
+                "apt-get",
+            )
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(self.source_options())
+            .args([
+                "-q",
+                "-y",
+                "-o",
+                "Dpkg::Options::=--force-confdef",
+                "-o",
+                "Dpkg::Options::=--force-confold",
+            ])
+            .args(if recommends {
+                None
+            } else {
+                Some("--no-install-recommends")
+            })
+            .arg("install")
+            .args(packages.iter().cloned())
+            .timeout(INSTALL_TIMEOUT),
+        );
+        let removed = self.files.remove(POLICY_RC_D);
+        result?;
+        removed?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{CmdOutput, RecordingRunner};
+
+    #[test]
+    fn missing_reads_dpkg_status() {
+        let r = RecordingRunner::answering(|_| {
+            CmdOutput::ok("keystone installed\nnova-api not-installed\n")
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        let apt = Apt::new(&r, &files, PackageSource::Mirror);
+        let wanted = vec![
+            "keystone".to_string(),
+            "nova-api".to_string(),
+            "glance".to_string(),
+        ];
+        assert_eq!(apt.missing(&wanted).unwrap(), vec!["nova-api", "glance"]);
+    }
+
+    #[test]
+    fn install_uses_policy_rc_d_and_removes_it_even_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(false));
+        let seen2 = seen.clone();
+        let policy = dir.path().join("usr/sbin/policy-rc.d");
+        let r = RecordingRunner::answering(move |_| {
+            *seen2.lock().unwrap() = policy.exists();
+            CmdOutput::failed(100, "E: Unable to locate package nope")
+        });
+        let apt = Apt::new(&r, &files, PackageSource::Local("/srv/repo".into()));
+        let err = apt.install(&["nope".into()], false).unwrap_err();
+        assert!(format!("{err:#}").contains("Unable to locate package"));
+        assert!(
+            *seen.lock().unwrap(),
+            "policy-rc.d existed during the install"
+        );
+        assert!(!dir.path().join("usr/sbin/policy-rc.d").exists());
+        let line = &r.command_lines()[0];
+        assert!(
+            line.contains("Dir::Etc::sourceparts=-") && line.contains("--no-install-recommends"),
+            "{line}"
+        );
+        assert_eq!(
+            r.calls()[0].env,
+            vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_local_source_without_an_index_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        let r = RecordingRunner::new();
+        let apt = Apt::new(&r, &files, PackageSource::Local("/srv/repo".into()));
+        let err = apt.update().unwrap_err();
+        assert!(format!("{err:#}").contains("has no Packages index"));
+        assert!(r.calls().is_empty());
+    }
+}
