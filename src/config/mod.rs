@@ -72,12 +72,23 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigErr
     })
 }
 
-/// serde_yaml appends " at line L column C" to its messages; the location
-/// is already in front of ours.
+/// serde_yaml prefixes nested errors with its own path ("a.b: ") and
+/// appends " at line L column C"; ours already says both.
 fn clean_message(msg: &str) -> String {
-    match msg.find(" at line ") {
-        Some(i) => msg[..i].to_string(),
-        None => msg.to_string(),
+    let msg = match msg.find(" at line ") {
+        Some(i) => &msg[..i],
+        None => msg,
+    };
+    match msg.split_once(": ") {
+        Some((prefix, rest))
+            if !prefix.is_empty()
+                && prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._[]-".contains(c)) =>
+        {
+            rest.to_string()
+        }
+        _ => msg.to_string(),
     }
 }
 

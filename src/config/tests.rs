@@ -27,9 +27,17 @@ fn defaults_text_shows_every_field() {
         }
     }
     let mut want = Vec::new();
-    keys(&serde_yaml::to_value(StandaloneConfig::default()).unwrap(), "", &mut want);
+    keys(
+        &serde_yaml::to_value(StandaloneConfig::default()).unwrap(),
+        "",
+        &mut want,
+    );
     let mut have = Vec::new();
-    keys(&serde_yaml::from_str(STANDALONE_DEFAULTS).unwrap(), "", &mut have);
+    keys(
+        &serde_yaml::from_str(STANDALONE_DEFAULTS).unwrap(),
+        "",
+        &mut have,
+    );
     want.sort();
     have.sort();
     assert_eq!(want, have);
@@ -47,7 +55,10 @@ fn every_field_round_trips() {
         "{HEAD}controlPlane:\n  hostname: cp.lab.test\n  address: 10.240.0.10\n  extraNames: [cloud.example.test]\n  region: Lab\n  joinPort: 7443\nroles: [controller]\npackages:\n  source: local:/srv/repo\nnetwork:\n  encapsulation: vxlan\n  providerNetworks:\n  - name: datacentre\n    bridge: br-dc\n    interface: eth1\n  dnsServers: [10.240.0.1]\nservices:\n  nova:\n    workers: 3\n    customServiceConfig: |\n      [DEFAULT]\n      debug = true\n  novaCompute:\n    customServiceConfig: \"[libvirt]\\ncpu_mode = host-model\\n\"\nbundle:\n  ttl: 2h\n  maxUses: 5\n"
     );
     let c = parse_standalone(&text, "x").unwrap();
-    assert_eq!(c.control_plane.address, Some("10.240.0.10".parse().unwrap()));
+    assert_eq!(
+        c.control_plane.address,
+        Some("10.240.0.10".parse().unwrap())
+    );
     assert_eq!(c.control_plane.join_port, types::Port(7443));
     assert_eq!(c.roles, vec![Role::Controller]);
     assert_eq!(c.services.nova.workers, types::Workers::Count(3));
@@ -70,18 +81,78 @@ fn unknown_field_names_path_and_line() {
 #[test]
 fn bad_values_name_path_and_line() {
     let cases: &[(&str, usize, &str, &str)] = &[
-        ("controlPlane:\n  address: 10.0.0.300\n", 4, "controlPlane.address", "invalid IP address"),
-        ("controlPlane:\n  hostname: Bad_Host\n", 4, "controlPlane.hostname", "invalid hostname"),
-        ("controlPlane:\n  joinPort: 70000\n", 4, "controlPlane.joinPort", "invalid port"),
-        ("controlPlane:\n  joinPort: https\n", 4, "controlPlane.joinPort", "invalid type"),
-        ("network:\n  providerNetworks:\n  - name: phys net\n", 5, "network.providerNetworks[0].name", "invalid name"),
-        ("network:\n  encapsulation: gre\n", 4, "network.encapsulation", "unknown variant"),
-        ("services:\n  nova:\n    workers: 0\n", 5, "services.nova.workers", "invalid worker count"),
-        ("services:\n  nova:\n    customServiceConfig: \"debug = true\"\n", 5, "services.nova.customServiceConfig", "before any [section]"),
-        ("services:\n  cinder: {}\n", 4, "services", "unknown field `cinder`"),
-        ("bundle:\n  ttl: forever\n", 4, "bundle.ttl", "invalid duration"),
-        ("packages:\n  source: http://x\n", 4, "packages.source", "invalid package source"),
-        ("roles: [controller, storage]\n", 3, "roles[1]", "unknown variant"),
+        (
+            "controlPlane:\n  address: 10.0.0.300\n",
+            4,
+            "controlPlane.address",
+            "invalid IP address",
+        ),
+        (
+            "controlPlane:\n  hostname: Bad_Host\n",
+            4,
+            "controlPlane.hostname",
+            "invalid hostname",
+        ),
+        (
+            "controlPlane:\n  joinPort: 70000\n",
+            4,
+            "controlPlane.joinPort",
+            "invalid port",
+        ),
+        (
+            "controlPlane:\n  joinPort: https\n",
+            4,
+            "controlPlane.joinPort",
+            "invalid type",
+        ),
+        (
+            "network:\n  providerNetworks:\n  - name: phys net\n",
+            5,
+            "network.providerNetworks[0].name",
+            "invalid name",
+        ),
+        (
+            "network:\n  encapsulation: gre\n",
+            4,
+            "network.encapsulation",
+            "unknown variant",
+        ),
+        (
+            "services:\n  nova:\n    workers: 0\n",
+            5,
+            "services.nova.workers",
+            "invalid worker count",
+        ),
+        (
+            "services:\n  nova:\n    customServiceConfig: \"debug = true\"\n",
+            5,
+            "services.nova.customServiceConfig",
+            "before any [section]",
+        ),
+        (
+            "services:\n  cinder: {}\n",
+            4,
+            "services",
+            "unknown field `cinder`",
+        ),
+        (
+            "bundle:\n  ttl: forever\n",
+            4,
+            "bundle.ttl",
+            "invalid duration",
+        ),
+        (
+            "packages:\n  source: http://x\n",
+            4,
+            "packages.source",
+            "invalid package source",
+        ),
+        (
+            "roles: [controller, storage]\n",
+            3,
+            "roles[1]",
+            "unknown variant",
+        ),
     ];
     for (body, line, path, msg) in cases {
         let e = err_of(&format!("{HEAD}{body}"));
@@ -108,4 +179,18 @@ fn header_errors() {
 fn yaml_syntax_errors_have_a_line() {
     let e = err_of(&format!("{HEAD}controlPlane:\n  region: [unclosed\n"));
     assert!(e.line.is_some(), "{e}");
+}
+
+#[test]
+fn messages_do_not_repeat_the_path() {
+    let e = err_of(&format!("{HEAD}controlPlane:\n  region: [a]\n"));
+    assert_eq!(
+        e.to_string().matches("controlPlane.region").count(),
+        1,
+        "{e}"
+    );
+    let e = err_of(&format!(
+        "{HEAD}network:\n  providerNetworks:\n  - name: a b\n"
+    ));
+    assert_eq!(e.to_string().matches("providerNetworks").count(), 1, "{e}");
 }

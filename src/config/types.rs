@@ -98,14 +98,20 @@ fn check_hostname(s: &str) -> Result<(), String> {
         if label.is_empty() || label.len() > 63 {
             return bad("each dot-separated label must be 1-63 characters long");
         }
-        if !label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
             return bad("use lowercase letters, digits and '-' only");
         }
         if label.starts_with('-') || label.ends_with('-') {
             return bad("a label cannot start or end with '-'");
         }
     }
-    if s.split('.').next_back().is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+    if s.split('.')
+        .next_back()
+        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+    {
         return bad("it looks like an IP address; put addresses in an address field");
     }
     Ok(())
@@ -115,7 +121,8 @@ fn check_site_name(s: &str) -> Result<(), String> {
     let ok = (1..=32).contains(&s.len())
         && s.as_bytes()[0].is_ascii_lowercase()
         && !s.ends_with('-')
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if ok {
         Ok(())
     } else {
@@ -154,9 +161,11 @@ pub struct Cidr(pub ipnet::IpNet);
 impl TryFrom<String> for Cidr {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
-        let net: ipnet::IpNet = s
-            .parse()
-            .map_err(|_| format!("invalid CIDR {s:?}: write an address and a prefix length, e.g. 192.168.24.0/24"))?;
+        let net: ipnet::IpNet = s.parse().map_err(|_| {
+            format!(
+                "invalid CIDR {s:?}: write an address and a prefix length, e.g. 192.168.24.0/24"
+            )
+        })?;
         if net.trunc() != net {
             return Err(format!(
                 "invalid CIDR {s:?}: host bits are set; did you mean {}?",
@@ -263,7 +272,9 @@ impl TryFrom<String> for HumanDuration {
         let d = humantime::parse_duration(&s)
             .map_err(|e| format!("invalid duration {s:?} ({e}): write e.g. 30m, 24h or 7d"))?;
         if d.is_zero() {
-            return Err(format!("invalid duration {s:?}: it must be longer than zero"));
+            return Err(format!(
+                "invalid duration {s:?}: it must be longer than zero"
+            ));
         }
         Ok(HumanDuration(d))
     }
@@ -315,7 +326,16 @@ mod tests {
         for ok in ["cp", "cp-1.lab.example", "a1"] {
             assert!(ok.parse::<Hostname>().is_ok(), "{ok}");
         }
-        for bad in ["", "-a", "a-", "A", "a_b", "a..b", "10.0.0.1", &"x".repeat(64)] {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "A",
+            "a_b",
+            "a..b",
+            "10.0.0.1",
+            &"x".repeat(64),
+        ] {
             assert!(bad.parse::<Hostname>().is_err(), "{bad}");
         }
     }
@@ -344,7 +364,13 @@ mod tests {
         assert_eq!(Workers::Auto.resolve(2), 1);
         assert_eq!(Workers::Auto.resolve(16), 4);
         assert_eq!(Workers::Count(3).resolve(2), 3);
-        assert_eq!(HumanDuration::try_from("24h".to_string()).unwrap().0.as_secs(), 86400);
+        assert_eq!(
+            HumanDuration::try_from("24h".to_string())
+                .unwrap()
+                .0
+                .as_secs(),
+            86400
+        );
         assert!(HumanDuration::try_from("0s".to_string()).is_err());
         assert!(PackageSource::try_from("local:relative".to_string()).is_err());
         assert_eq!(

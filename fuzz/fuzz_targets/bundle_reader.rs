@@ -1,0 +1,31 @@
+//! Feed arbitrary bytes to the bundle reader: it must refuse (or accept)
+//! without panicking, hanging or allocating without bound.
+//!
+//! Each input is tried twice: as the `.tar.gz` itself, and gzip-compressed
+//! first. Random mutations of a gzip stream almost never get past its CRC,
+//! so the second form is what lets the fuzzer explore the tar walk and the
+//! manifest parser behind it.
+
+#![no_main]
+
+use dcn::bundle::{ReadOptions, read_bundle};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use libfuzzer_sys::fuzz_target;
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+fuzz_target!(|data: &[u8]| {
+    let opts = ReadOptions {
+        // 2026-09-21T14:13:20Z plus a minute, so the seed corpus's sample
+        // bundles are not expired.
+        now: SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_060),
+        ca_pin: None,
+        check_expiry: true,
+    };
+    let _ = read_bundle(data, &opts);
+
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    gz.write_all(data).expect("writing to a Vec");
+    let _ = read_bundle(gz.finish().expect("writing to a Vec").as_slice(), &opts);
+});

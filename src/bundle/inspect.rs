@@ -1,0 +1,154 @@
+//! What a bundle holds, with the token's secret redacted: the `dcn bundle
+//! inspect` view, as text (`Display`) or JSON (`Serialize`).
+
+use super::manifest::{Endpoints, HostsEntry, Messaging};
+use super::reader::VerifiedBundle;
+use crate::pki::CertInfo;
+use crate::timefmt;
+use serde::Serialize;
+use std::fmt;
+use std::time::SystemTime;
+
+/// A redacted summary of a verified bundle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inspection {
+    pub format_version: u32,
+    pub site: String,
+    pub created_at: String,
+    pub not_after: String,
+    pub expired: bool,
+    /// `expires in 23h 59m` or `expired 2h ago`.
+    pub expiry: String,
+    pub join_endpoint: String,
+    pub region: String,
+    pub endpoints: Endpoints,
+    pub messaging: Messaging,
+    pub ovn_southbound: String,
+    pub hosts: Vec<HostsEntry>,
+    pub custom_service_config: Vec<CustomConfig>,
+    pub token_id: String,
+    /// `<id>.<redacted>`.
+    pub token: String,
+    pub ca_subject: String,
+    pub ca_pin: String,
+    /// Whether the CA pin was checked against `--ca-pin`.
+    pub pin_checked: bool,
+}
+
+/// One service's custom INI text. It is not secret, so it is shown whole.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomConfig {
+    pub service: String,
+    pub bytes: usize,
+    pub text: String,
+}
+
+impl VerifiedBundle {
+    /// The summary as of now.
+    pub fn inspect(&self) -> Inspection {
+        self.inspect_at(SystemTime::now())
+    }
+
+    /// The summary as of `now`.
+    pub fn inspect_at(&self, now: SystemTime) -> Inspection {
+        let m = &self.manifest;
+        let expired = self.is_expired(now);
+        let expiry = if expired {
+            let ago = now.duration_since(m.not_after).unwrap_or_default();
+            format!("expired {} ago", timefmt::rough(ago))
+        } else {
+            format!("expires in {}", timefmt::rough(self.expires_in(now)))
+        };
+        Inspection {
+            format_version: m.format_version,
+            site: m.site.to_string(),
+            created_at: timefmt::rfc3339(m.created_at),
+            not_after: timefmt::rfc3339(m.not_after),
+            expired,
+            expiry,
+            join_endpoint: m.control_plane.join_endpoint.to_string(),
+            region: m.control_plane.region.to_string(),
+            endpoints: m.control_plane.endpoints.clone(),
+            messaging: m.control_plane.messaging.clone(),
+            ovn_southbound: m.control_plane.ovn_southbound.to_string(),
+            hosts: m.hosts.clone(),
+            custom_service_config: m
+                .custom_service_config
+                .iter()
+                .map(|(service, ini)| CustomConfig {
+                    service: service.to_string(),
+                    bytes: ini.as_str().len(),
+                    text: ini.as_str().to_string(),
+                })
+                .collect(),
+            token_id: self.token.id.clone(),
+            token: self.token.redacted(),
+            // The reader parsed this certificate already.
+            ca_subject: CertInfo::from_pem(&self.ca_cert_pem)
+                .map(|i| i.subject)
+                .unwrap_or_default(),
+            ca_pin: self.ca_pin.to_string(),
+            pin_checked: self.pin_checked,
+        }
+    }
+}
+
+impl fmt::Display for Inspection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "Join bundle for site {} (format {})",
+            self.site, self.format_version
+        )?;
+        writeln!(f, "  Created:         {}", self.created_at)?;
+        if self.expired {
+            writeln!(
+                f,
+                "  Not after:       {} (EXPIRED: {}; run `dcn bundle export --site {}` for a fresh bundle)",
+                self.not_after, self.expiry, self.site
+            )?;
+        } else {
+            writeln!(f, "  Not after:       {} ({})", self.not_after, self.expiry)?;
+        }
+        writeln!(f, "  Join endpoint:   {}", self.join_endpoint)?;
+        writeln!(f, "  Region:          {}", self.region)?;
+        writeln!(f, "  Endpoints:")?;
+        for (service, url) in self.endpoints.iter() {
+            writeln!(f, "    {service:<14} {url}")?;
+        }
+        let m = &self.messaging;
+        let tls = if m.tls { "TLS" } else { "no TLS" };
+        writeln!(f, "  Messaging:       {}:{} ({tls})", m.host, m.port.0)?;
+        writeln!(f, "  OVN southbound:  {}", self.ovn_southbound)?;
+        if self.hosts.is_empty() {
+            writeln!(f, "  /etc/hosts:      (none)")?;
+        } else {
+            writeln!(f, "  /etc/hosts:")?;
+            for h in &self.hosts {
+                let names: Vec<&str> = h.names.iter().map(|n| n.as_str()).collect();
+                writeln!(f, "    {:<14} {}", h.address, names.join(" "))?;
+            }
+        }
+        if self.custom_service_config.is_empty() {
+            writeln!(f, "  Custom config:   (none)")?;
+        } else {
+            writeln!(f, "  Custom config:")?;
+            for c in &self.custom_service_config {
+                writeln!(f, "    {} ({} bytes):", c.service, c.bytes)?;
+                for line in c.text.lines() {
+                    writeln!(f, "      {line}")?;
+                }
+            }
+        }
+        writeln!(f, "  Join token:      {}", self.token)?;
+        writeln!(f, "  CA:              {}", self.ca_subject)?;
+        let pin_note = if self.pin_checked {
+            "matches --ca-pin"
+        } else {
+            "not checked: no --ca-pin given; compare it with the pin `dcn bundle export` printed"
+        };
+        write!(f, "  CA pin:          {} ({pin_note})", self.ca_pin)
+    }
+}

@@ -1,0 +1,208 @@
+//! `manifest.yaml`: what an edge host needs to know about its control plane
+//! and its site. Field names are camelCase; unknown fields are refused.
+//! `docs/bundle-format.md` describes every field.
+
+use super::values::{HttpsUrl, NetHost, OvnRemote, Sha256Digest, WebUrl, timestamp};
+use super::{DIGESTED_MEMBERS, FORMAT_VERSION, token};
+use crate::config::types::{Hostname, IniText, Port, RegionName, SiteName};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::time::SystemTime;
+
+/// The manifest of a join bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Manifest {
+    /// Always [`FORMAT_VERSION`] for what this dcn writes.
+    pub format_version: u32,
+    /// The edge site (availability zone) a host joining with it lands in.
+    pub site: SiteName,
+    /// When the bundle was exported. Written in whole seconds.
+    #[serde(with = "timestamp")]
+    pub created_at: SystemTime,
+    /// When the bundle, and its join token, stop being accepted.
+    #[serde(with = "timestamp")]
+    pub not_after: SystemTime,
+    pub control_plane: ControlPlaneInfo,
+    /// Lines for the edge's /etc/hosts, so names in the endpoints resolve
+    /// without DNS.
+    #[serde(default)]
+    pub hosts: Vec<HostsEntry>,
+    /// Operator INI text per edge service, written to its `*.conf.d/`.
+    #[serde(default)]
+    pub custom_service_config: CustomServiceConfig,
+    /// The public id of the join token in the `token` member.
+    pub token_id: String,
+    /// `sha256:<hex>` of each other member's bytes (`ca.crt`, `token`). The
+    /// writer fills this in.
+    pub members: BTreeMap<String, Sha256Digest>,
+}
+
+/// How an edge reaches the control plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControlPlaneInfo {
+    /// The join service (`dcn serve`) that turns the token into the host's
+    /// credentials and certificate.
+    pub join_endpoint: HttpsUrl,
+    /// Keystone region of every endpoint.
+    pub region: RegionName,
+    pub endpoints: Endpoints,
+    pub messaging: Messaging,
+    /// The OVN southbound database, e.g. `ssl:10.240.0.10:6642`.
+    pub ovn_southbound: OvnRemote,
+}
+
+/// Public URLs of the services an edge compute talks to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Endpoints {
+    pub identity: HttpsUrl,
+    pub placement: HttpsUrl,
+    pub compute: HttpsUrl,
+    pub image: HttpsUrl,
+    pub network: HttpsUrl,
+    /// The VNC console's base URL (`[vnc] novncproxy_base_url`).
+    pub novncproxy: WebUrl,
+}
+
+impl Endpoints {
+    /// (service type, URL) pairs in manifest order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("identity", self.identity.as_str()),
+            ("placement", self.placement.as_str()),
+            ("compute", self.compute.as_str()),
+            ("image", self.image.as_str()),
+            ("network", self.network.as_str()),
+            ("novncproxy", self.novncproxy.as_str()),
+        ]
+        .into_iter()
+    }
+}
+
+/// The RabbitMQ listener for edge RPC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Messaging {
+    pub host: NetHost,
+    /// 5671 (AMQPS) on a dcn control plane.
+    pub port: Port,
+    /// Whether to use TLS; dcn always writes `true`.
+    pub tls: bool,
+}
+
+/// One /etc/hosts line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HostsEntry {
+    pub address: IpAddr,
+    pub names: Vec<Hostname>,
+}
+
+/// Operator INI text for the services that run on an edge host. Empty text
+/// is left out of the manifest and means no custom config.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CustomServiceConfig {
+    #[serde(default, skip_serializing_if = "IniText::is_empty")]
+    pub nova_compute: IniText,
+    #[serde(default, skip_serializing_if = "IniText::is_empty")]
+    pub ovn_metadata_agent: IniText,
+}
+
+impl CustomServiceConfig {
+    /// The text for `service`.
+    pub fn get(&self, service: EdgeService) -> &IniText {
+        match service {
+            EdgeService::NovaCompute => &self.nova_compute,
+            EdgeService::OvnMetadataAgent => &self.ovn_metadata_agent,
+        }
+    }
+
+    /// The services that have custom config, with their text.
+    pub fn iter(&self) -> impl Iterator<Item = (EdgeService, &IniText)> {
+        [EdgeService::NovaCompute, EdgeService::OvnMetadataAgent]
+            .into_iter()
+            .map(|s| (s, self.get(s)))
+            .filter(|(_, text)| !text.is_empty())
+    }
+}
+
+/// A service that runs on an edge host and takes `customServiceConfig`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EdgeService {
+    NovaCompute,
+    OvnMetadataAgent,
+}
+
+impl fmt::Display for EdgeService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EdgeService::NovaCompute => "novaCompute",
+            EdgeService::OvnMetadataAgent => "ovnMetadataAgent",
+        })
+    }
+}
+
+/// A rule a manifest breaks that its types alone cannot express.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestProblem {
+    /// Dotted path of the field, e.g. `hosts[0].names`.
+    pub path: String,
+    pub message: String,
+}
+
+impl Manifest {
+    /// Check the rules between fields. The writer calls it before writing
+    /// and the reader after parsing, so dcn never writes what it refuses.
+    pub fn validate(&self) -> Result<(), ManifestProblem> {
+        let problem = |path: &str, message: String| {
+            Err(ManifestProblem {
+                path: path.to_string(),
+                message,
+            })
+        };
+        if self.format_version != FORMAT_VERSION {
+            let v = self.format_version;
+            return problem(
+                "formatVersion",
+                format!("is {v}; this dcn writes {FORMAT_VERSION}"),
+            );
+        }
+        if self.not_after <= self.created_at {
+            return problem("notAfter", "must be later than createdAt".into());
+        }
+        for (i, entry) in self.hosts.iter().enumerate() {
+            if entry.names.is_empty() {
+                let msg = format!("lists no host name for {}", entry.address);
+                return problem(&format!("hosts[{i}].names"), msg);
+            }
+        }
+        if let Err(e) = token::check_id(&self.token_id) {
+            return problem("tokenId", e.to_string());
+        }
+        for name in self.members.keys() {
+            if !DIGESTED_MEMBERS.contains(&name.as_str()) {
+                let msg = format!(
+                    "lists {name:?}, which is not a bundle member; it lists exactly {}",
+                    DIGESTED_MEMBERS.join(" and ")
+                );
+                return problem("members", msg);
+            }
+        }
+        for name in DIGESTED_MEMBERS {
+            if !self.members.contains_key(name) {
+                return problem("members", format!("does not list the digest of {name}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifest as YAML: the exact bytes that are signed.
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).expect("a manifest serialises to YAML")
+    }
+}

@@ -1,0 +1,217 @@
+//! The CLI through the real binary: config, bundle verify/inspect,
+//! preflight output, completions. Results on stdout, logs on stderr.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
+
+fn dcn(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dcn"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const TOKEN: &str = "abc123.0123456789abcdefghijklmnopqrstuv";
+
+/// A bundle for site edge1 that expires `ttl` from now (negative: expired).
+fn write_bundle(
+    dir: &Path,
+    name: &str,
+    ttl_secs: i64,
+    ca: &dcn::pki::CertificateAuthority,
+) -> std::path::PathBuf {
+    let now = SystemTime::now();
+    let created = now - Duration::from_secs(3600 * 48);
+    let not_after = if ttl_secs >= 0 {
+        now + Duration::from_secs(ttl_secs as u64)
+    } else {
+        now - Duration::from_secs((-ttl_secs) as u64)
+    };
+    let manifest = format!(
+        "formatVersion: 1\nsite: edge1\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://10.240.0.10:9443\n  region: RegionOne\n  endpoints:\n    identity: https://10.240.0.10:5000/v3\n    placement: https://10.240.0.10:8778\n    compute: https://10.240.0.10:8774/v2.1\n    image: https://10.240.0.10:9292\n    network: https://10.240.0.10:9696\n    novncproxy: https://10.240.0.10:6080/vnc_auto.html\n  messaging:\n    host: 10.240.0.10\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:10.240.0.10:6642\nhosts: []\ncustomServiceConfig: {{}}\ntokenId: abc123\nmembers: {{}}\n",
+        dcn::timefmt::rfc3339(created),
+        dcn::timefmt::rfc3339(not_after)
+    );
+    let contents = dcn::bundle::BundleContents {
+        manifest: dcn::config::parse(&manifest, "test").unwrap(),
+        ca_cert_pem: ca.cert_pem().to_string(),
+        token: TOKEN.parse().unwrap(),
+    };
+    let bytes = dcn::bundle::write_bundle(&contents, ca).unwrap();
+    let path = dir.join(name);
+    dcn::bundle::save_bundle(&path, &bytes).unwrap();
+    path
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn config_defaults_validate_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dcn(&["config", "defaults"]);
+    assert!(out.status.success());
+    let file = dir.path().join("site.yaml");
+    std::fs::write(&file, out.stdout).unwrap();
+    let out = dcn(&["config", "validate", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("valid"));
+
+    std::fs::write(
+        &file,
+        "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\nbundle:\n  maxUses: -1\n",
+    )
+    .unwrap();
+    let out = dcn(&["config", "validate", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("site.yaml:4") && err.contains("bundle.maxUses"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "errors go to stderr");
+}
+
+#[test]
+fn verify_with_the_right_pin_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dcn::pki::CertificateAuthority::generate("cli test CA").unwrap();
+    let path = write_bundle(dir.path(), "edge1.tar.gz", 3600, &ca);
+    let pin = ca.pin().to_string();
+    let out = dcn(&["bundle", "verify", path.to_str().unwrap(), "--ca-pin", &pin]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("valid join bundle for site edge1"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stderr(&out).contains("trusted on first use"));
+}
+
+#[test]
+fn verify_without_a_pin_warns_about_trust_on_first_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dcn::pki::CertificateAuthority::generate("cli test CA").unwrap();
+    let path = write_bundle(dir.path(), "edge1.tar.gz", 3600, &ca);
+    let out = dcn(&["bundle", "verify", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("trusted on first use"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(&ca.pin().to_string()));
+}
+
+#[test]
+fn verify_refuses_a_wrong_pin_and_an_expired_bundle_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dcn::pki::CertificateAuthority::generate("cli test CA").unwrap();
+    let other = dcn::pki::CertificateAuthority::generate("another CA").unwrap();
+    let good = write_bundle(dir.path(), "good.tar.gz", 3600, &ca);
+    let expired = write_bundle(dir.path(), "old.tar.gz", -7200, &ca);
+    let before = listing(dir.path());
+
+    let out = dcn(&[
+        "bundle",
+        "verify",
+        good.to_str().unwrap(),
+        "--ca-pin",
+        &other.pin().to_string(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).to_lowercase().contains("pin"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = dcn(&[
+        "bundle",
+        "verify",
+        expired.to_str().unwrap(),
+        "--ca-pin",
+        &ca.pin().to_string(),
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("expired") && err.contains("dcn bundle export --site edge1"),
+        "{err}"
+    );
+
+    let out = dcn(&[
+        "bundle",
+        "verify",
+        good.to_str().unwrap(),
+        "--ca-pin",
+        "sha256:xyz",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--ca-pin"), "{}", stderr(&out));
+
+    assert_eq!(listing(dir.path()), before);
+}
+
+#[test]
+fn inspect_redacts_the_token_and_shows_expired_bundles() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dcn::pki::CertificateAuthority::generate("cli test CA").unwrap();
+    let expired = write_bundle(dir.path(), "old.tar.gz", -60, &ca);
+    let out = dcn(&["bundle", "inspect", expired.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let secret = TOKEN.split_once('.').unwrap().1;
+    assert!(!text.contains(secret), "{text}");
+    assert!(text.contains("abc123"), "{text}");
+    assert!(text.to_lowercase().contains("expired"), "{text}");
+    assert!(text.contains(&ca.pin().to_string()), "{text}");
+
+    let out = dcn(&[
+        "bundle",
+        "inspect",
+        expired.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["site"], "edge1");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(secret));
+}
+
+#[test]
+fn preflight_json_is_machine_readable() {
+    let out = dcn(&[
+        "preflight",
+        "edge",
+        "--output",
+        "json",
+        "--ignore-preflight-errors=all",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["role"], "edge");
+    assert!(json["checks"].as_array().unwrap().len() >= 9);
+    assert!(out.status.success(), "all errors ignored: exit 0");
+}
+
+#[test]
+fn completions_are_generated() {
+    let out = dcn(&["completions", "bash"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("dcn"));
+}
