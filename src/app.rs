@@ -20,6 +20,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Preflight(args) => preflight(args),
         Command::Bundle(cmd) => bundle(cmd),
         Command::Standalone(StandaloneCommand::Init(args)) => standalone_init(args),
+        Command::Lab(cmd) => lab(cmd),
         Command::Completions(args) => {
             clap_complete::generate(args.shell, &mut command(), "dcn", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
@@ -70,8 +71,52 @@ fn preflight(args: PreflightArgs) -> Result<ExitCode> {
     })
 }
 
-fn bundle(_cmd: BundleCommand) -> Result<ExitCode> {
-    anyhow::bail!("bundle: wiring in progress")
+fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
+    use crate::bundle::{ReadOptions, read_bundle_file};
+    match cmd {
+        BundleCommand::Inspect { file, output } => {
+            // Inspect shows an expired bundle (marked expired) rather than
+            // refusing it; every other check still applies.
+            let opts = ReadOptions {
+                check_expiry: false,
+                ..ReadOptions::new()
+            };
+            let bundle = read_bundle_file(&file, &opts)?;
+            let inspection = bundle.inspect();
+            match output {
+                OutputFormat::Text => println!("{inspection}"),
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&inspection)?),
+            }
+            if !bundle.pin_checked {
+                tracing::warn!(
+                    "the CA pin was not checked: compare it with the one `dcn bundle export` printed"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BundleCommand::Verify { file, ca_pin } => {
+            let pin = ca_pin
+                .map(|p| p.parse::<crate::pki::Pin>())
+                .transpose()
+                .context("--ca-pin")?;
+            let bundle = read_bundle_file(&file, &ReadOptions::new().with_pin(pin))?;
+            if !bundle.pin_checked {
+                tracing::warn!(
+                    "the bundle's CA was trusted on first use: no --ca-pin was given; check that {} is the pin `dcn bundle export` printed",
+                    bundle.ca_pin
+                );
+            }
+            let left = crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()));
+            println!(
+                "{}: valid join bundle for site {} (CA {}{}), expires in {left}",
+                file.display(),
+                bundle.manifest.site,
+                bundle.ca_pin,
+                if bundle.pin_checked { ", pinned" } else { "" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 fn standalone_init(args: InitArgs) -> Result<ExitCode> {
@@ -120,4 +165,70 @@ fn print_plan(run: &crate::engine::RunReport) {
         print!("{}", change.diff);
     }
     println!("\nDry run: nothing was changed.");
+}
+
+fn lab(cmd: LabCommand) -> Result<ExitCode> {
+    match cmd {
+        LabCommand::Up(args) => {
+            let dcn_binary = std::env::current_exe().context("finding the running dcn binary")?;
+            let report = crate::lab::up(&crate::lab::UpOptions {
+                dir: args.dir.dir.clone(),
+                cache: args.cache,
+                edges: args.edges,
+                dcn_binary,
+                config: args.config,
+            })?;
+            println!("The lab is up ({:.0}s). Phases:", report.total_seconds);
+            for p in &report.phases {
+                println!("  {:<40} {:>7.1}s", p.phase, p.seconds);
+            }
+            println!(
+                "Timings are in {}.",
+                args.dir.dir.join("report.json").display()
+            );
+            println!("Try: dcn lab exec cp -- openstack server list");
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Down(dir) => {
+            crate::lab::down(&dir.dir)?;
+            println!("The lab in {} is down.", dir.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Status { dir, output } => {
+            let hosts = crate::lab::status(&dir.dir)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&hosts)?),
+                OutputFormat::Text => {
+                    println!(
+                        "{:<8} {:<11} {:<8} {:<13} {:<8} LINK",
+                        "HOST", "ROLE", "SITE", "ADDRESS", "STATE"
+                    );
+                    for h in hosts {
+                        println!(
+                            "{:<8} {:<11} {:<8} {:<13} {:<8} {}",
+                            h.name,
+                            h.role,
+                            h.site.as_deref().unwrap_or("-"),
+                            h.address,
+                            if h.running { "running" } else { "stopped" },
+                            if h.link_up { "up" } else { "down" }
+                        );
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Exec { dir, host, command } => {
+            let code = crate::lab::exec(&dir.dir, &host, &command)?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        LabCommand::Link { dir, host, state } => {
+            crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;
+            println!(
+                "{host}: link {}",
+                if state == LinkState::Up { "up" } else { "down" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

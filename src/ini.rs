@@ -59,7 +59,9 @@ impl Ini {
             }
             if let Some(rest) = trimmed.strip_prefix('[') {
                 let Some(name) = rest.strip_suffix(']') else {
-                    return Err(err(format!("section header {trimmed:?} has no closing ']'")));
+                    return Err(err(format!(
+                        "section header {trimmed:?} has no closing ']'"
+                    )));
                 };
                 let name = name.trim();
                 if name.is_empty() || name.contains(['[', ']']) {

@@ -4,8 +4,8 @@
 use crate::cli::Verbosity;
 use std::fmt;
 use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
 use tracing_subscriber::fmt::FmtContext;
+use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
 use tracing_subscriber::registry::LookupSpan;
 
 /// Set up logging on stderr. `DCN_LOG` (an env-filter string) overrides the

@@ -8,7 +8,9 @@ use time::format_description::well_known::Rfc3339;
 
 /// `t` as RFC 3339 UTC, whole seconds.
 pub fn rfc3339(t: SystemTime) -> String {
-    let dt = OffsetDateTime::from(t).replace_nanosecond(0).expect("0 is a valid nanosecond");
+    let dt = OffsetDateTime::from(t)
+        .replace_nanosecond(0)
+        .expect("0 is a valid nanosecond");
     dt.format(&Rfc3339).expect("a UTC time formats as RFC 3339")
 }
 
@@ -49,6 +51,9 @@ mod tests {
     fn rough_durations() {
         assert_eq!(rough(Duration::from_secs(45)), "45s");
         assert_eq!(rough(Duration::from_secs(3 * 3600 + 12 * 60 + 5)), "3h 12m");
-        assert_eq!(rough(Duration::from_secs(2 * 86400 + 4 * 3600 + 59)), "2days 4h");
+        assert_eq!(
+            rough(Duration::from_secs(2 * 86400 + 4 * 3600 + 59)),
+            "2days 4h"
+        );
     }
 }

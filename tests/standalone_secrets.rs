@@ -7,7 +7,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn dcn(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dcn")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_dcn"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn init(root: &Path, config: &Path, extra: &[&str]) -> Output {
@@ -52,14 +55,21 @@ fn snapshot(root: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
                 stack.push(e.unwrap().path());
             }
         } else {
-            out.insert(rel, (md.permissions().mode() & 0o7777, std::fs::read(&p).unwrap()));
+            out.insert(
+                rel,
+                (md.permissions().mode() & 0o7777, std::fs::read(&p).unwrap()),
+            );
         }
     }
     out
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -71,7 +81,11 @@ fn second_run_keeps_every_secret_and_modes_are_private() {
     let before = snapshot(&root);
     for (path, (mode, _)) in &before {
         if path.starts_with("var/lib/dcn") {
-            let want = if root.join(path).is_dir() { 0o700 } else { 0o600 };
+            let want = if root.join(path).is_dir() {
+                0o700
+            } else {
+                0o600
+            };
             assert_eq!(*mode, want, "{path} has mode {mode:o}");
         }
     }
@@ -85,7 +99,10 @@ fn second_run_keeps_every_secret_and_modes_are_private() {
             assert_eq!(after.get(path), Some(v), "{path} changed on the second run");
         }
     }
-    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -99,11 +116,23 @@ fn no_secret_reaches_the_output() {
         &std::fs::read_to_string(root.join("var/lib/dcn/secrets/passwords.yaml")).unwrap(),
     )
     .unwrap();
-    assert_eq!(passwords.len(), dcn::standalone::secrets::CONTROL_PLANE_PASSWORDS.len());
+    assert_eq!(
+        passwords.len(),
+        dcn::standalone::secrets::CONTROL_PLANE_PASSWORDS.len()
+    );
     for (name, pw) in &passwords {
-        assert!(!all.contains(pw.as_str()), "password {name} appears in the output");
+        assert!(
+            !all.contains(pw.as_str()),
+            "password {name} appears in the output"
+        );
     }
-    for key in ["ca.key", "api.key", "rabbitmq.key", "ovn-sb.key", "join.key"] {
+    for key in [
+        "ca.key",
+        "api.key",
+        "rabbitmq.key",
+        "ovn-sb.key",
+        "join.key",
+    ] {
         let pem = std::fs::read_to_string(root.join("var/lib/dcn/pki").join(key)).unwrap();
         let body: String = pem.lines().nth(1).unwrap().to_string();
         assert!(!all.contains(&body), "{key} appears in the output");
@@ -127,8 +156,14 @@ fn printed_pin_is_the_ca_pin_and_the_ca_signs_the_leaves() {
         let pem = std::fs::read_to_string(pki.join(format!("{leaf}.crt"))).unwrap();
         dcn::pki::verify_issued_by(&ca, &pem).unwrap();
         let info = dcn::pki::CertInfo::from_pem(&pem).unwrap();
-        assert!(info.dns_names.contains(&"cp.lab.test".to_string()), "{leaf}");
-        assert!(info.ip_addresses.contains(&"10.240.0.10".parse().unwrap()), "{leaf}");
+        assert!(
+            info.dns_names.contains(&"cp.lab.test".to_string()),
+            "{leaf}"
+        );
+        assert!(
+            info.ip_addresses.contains(&"10.240.0.10".parse().unwrap()),
+            "{leaf}"
+        );
     }
 }
 
@@ -151,7 +186,9 @@ fn a_lost_leaf_is_reissued_and_nothing_else_changes() {
     std::fs::remove_file(root.join("var/lib/dcn/pki/rabbitmq.crt")).unwrap();
     let out = init(&root, &config, &[]);
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Applied 1 step(s): secrets.cert-rabbitmq"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Applied 1 step(s): secrets.cert-rabbitmq")
+    );
     let after = snapshot(&root);
     for (path, v) in &before {
         if !path.contains("rabbitmq") && !path.ends_with("journal.json") {
@@ -170,7 +207,10 @@ fn a_ca_certificate_without_its_key_is_refused() {
     let out = init(&root, &config, &[]);
     assert!(!out.status.success());
     let msg = text(&out);
-    assert!(msg.contains("found /var/lib/dcn/pki/ca.crt without /var/lib/dcn/pki/ca.key"), "{msg}");
+    assert!(
+        msg.contains("found /var/lib/dcn/pki/ca.crt without /var/lib/dcn/pki/ca.key"),
+        "{msg}"
+    );
     let after = snapshot(&root);
     for (path, v) in &before {
         if !path.ends_with("journal.json") {
@@ -184,10 +224,17 @@ fn a_bad_config_changes_nothing() {
     let (dir, _) = setup();
     let root = dir.path().join("root");
     let config = dir.path().join("bad.yaml");
-    std::fs::write(&config, "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  address: 10.0.0.300\n").unwrap();
+    std::fs::write(
+        &config,
+        "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  address: 10.0.0.300\n",
+    )
+    .unwrap();
     let out = init(&root, &config, &[]);
     assert!(!out.status.success());
     let msg = text(&out);
-    assert!(msg.contains("bad.yaml:4") && msg.contains("controlPlane.address"), "{msg}");
+    assert!(
+        msg.contains("bad.yaml:4") && msg.contains("controlPlane.address"),
+        "{msg}"
+    );
     assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0);
 }

@@ -15,7 +15,10 @@ fn collect(cmd: &clap::Command, name: &str, out: &mut Vec<(String, Vec<u8>)>) {
     if cmd.is_hide_set() {
         return;
     }
-    let page_cmd = cmd.clone().name(name.to_string()).bin_name(name.replace('-', " "));
+    let page_cmd = cmd
+        .clone()
+        .name(name.to_string())
+        .bin_name(name.replace('-', " "));
     let mut buf = Vec::new();
     clap_mangen::Man::new(page_cmd)
         .date("")

@@ -65,6 +65,9 @@ pub enum Command {
     /// Set up this host as the control plane
     #[command(subcommand)]
     Standalone(StandaloneCommand),
+    /// A local lab: the control plane and edge hosts as containers on this machine
+    #[command(subcommand)]
+    Lab(LabCommand),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// Write the man pages (one per subcommand) into a directory
@@ -162,6 +165,69 @@ pub struct InitArgs {
     pub dry_run: bool,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create the lab: containers, routed networks, packages, control plane
+    Up(LabUpArgs),
+    /// Remove everything the lab created (the download cache stays)
+    Down(LabDirArgs),
+    /// Show the lab's hosts
+    Status {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Run a command inside a lab host: `dcn lab exec cp -- openstack server list`
+    Exec {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
+        /// The command and its arguments
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Cut or restore a host's network link, as a WAN failure would
+    Link {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
+        /// down cuts the link, up restores it
+        state: LinkState,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LabDirArgs {
+    /// The lab's directory (state, logs, report.json)
+    #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_DIR)]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    #[command(flatten)]
+    pub dir: LabDirArgs,
+    /// Number of edge sites, one host each, each on its own routed subnet
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
+    pub edges: u8,
+    /// Download cache (base root filesystem, packages), kept across labs
+    #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_CACHE)]
+    pub cache: PathBuf,
+    /// StandaloneConfig for the control plane (default: the lab's own)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// A link state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkState {
+    Up,
+    Down,
+}
+
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell
@@ -182,4 +248,3 @@ pub fn command() -> clap::Command {
 
 #[cfg(test)]
 mod tests;
-

@@ -66,7 +66,9 @@ impl Journal {
 
     /// Whether `step` finished before with `fingerprint`.
     pub fn is_done(&self, step: &str, fingerprint: &str) -> bool {
-        self.steps.get(step).is_some_and(|r| r.fingerprint == fingerprint)
+        self.steps
+            .get(step)
+            .is_some_and(|r| r.fingerprint == fingerprint)
     }
 
     pub fn record_step(&mut self, step: &str, fingerprint: &str, took: Duration) {

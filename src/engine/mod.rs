@@ -69,7 +69,10 @@ pub struct RunReport {
 
 impl RunReport {
     pub fn applied(&self) -> usize {
-        self.steps.iter().filter(|(_, o)| *o == Outcome::Applied).count()
+        self.steps
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Applied)
+            .count()
     }
 }
 
@@ -132,7 +135,8 @@ fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outco
     }
     tracing::info!("  {}", step.describe());
     let started = Instant::now();
-    step.apply(&ctx).with_context(|| format!("step {name} failed"))?;
+    step.apply(&ctx)
+        .with_context(|| format!("step {name} failed"))?;
     let fingerprint = step.fingerprint();
     journal.record_step(&name, &fingerprint, started.elapsed());
     journal.save(&host.files)?;

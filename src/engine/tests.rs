@@ -17,7 +17,9 @@ impl Step for WriteFile {
         Ok(ctx.host.files.read(self.0)?.as_deref() == Some(self.1.as_bytes()))
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
-        ctx.host.files.write(self.0, self.1.as_bytes(), &FileSpec::public())?;
+        ctx.host
+            .files
+            .write(self.0, self.1.as_bytes(), &FileSpec::public())?;
         Ok(())
     }
 }
@@ -57,7 +59,10 @@ fn second_run_skips_finished_steps() {
     let dir = tempfile::tempdir().unwrap();
     let phases = vec![Phase {
         name: "files",
-        steps: vec![Box::new(WriteFile("/etc/a", "1")), Box::new(WriteFile("/etc/b", "2"))],
+        steps: vec![
+            Box::new(WriteFile("/etc/a", "1")),
+            Box::new(WriteFile("/etc/b", "2")),
+        ],
     }];
     let r = run(&phases, &host(dir.path(), false)).unwrap();
     assert_eq!(r.applied(), 2);
@@ -76,7 +81,10 @@ fn interrupted_run_resumes_where_it_stopped() {
             name: "p",
             steps: vec![
                 Box::new(WriteFile("/etc/a", "1")),
-                Box::new(Flaky { fail: &fail, runs: &runs }),
+                Box::new(Flaky {
+                    fail: &fail,
+                    runs: &runs,
+                }),
             ],
         }]
     };
@@ -104,5 +112,9 @@ fn dry_run_changes_nothing_and_lists_files() {
     let r = run(&phases, &host(dir.path(), true)).unwrap();
     assert_eq!(r.steps[0].1, Outcome::WouldApply(vec!["/etc/a".into()]));
     assert_eq!(r.planned.len(), 1);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written, not even the journal");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written, not even the journal"
+    );
 }

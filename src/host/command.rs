@@ -24,6 +24,10 @@ pub struct Cmd {
     pub args: Vec<String>,
     pub stdin: Option<Secret>,
     pub env: Vec<(String, String)>,
+    /// Environment variables holding secrets (e.g. keystone-manage's
+    /// `OS_BOOTSTRAP_PASSWORD`): readable only by the process owner and root
+    /// in /proc, never logged.
+    pub secret_env: Vec<(String, Secret)>,
     pub cwd: Option<PathBuf>,
     pub timeout: Duration,
     /// Safe to run during `--dry-run` (it only looks).
@@ -42,6 +46,7 @@ impl Cmd {
             args: Vec::new(),
             stdin: None,
             env: Vec::new(),
+            secret_env: Vec::new(),
             cwd: None,
             timeout: DEFAULT_TIMEOUT,
             read_only: false,
@@ -72,6 +77,13 @@ impl Cmd {
     /// Set an environment variable. Never put a secret here.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Cmd {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Set an environment variable to a secret, for programs that read
+    /// secrets only from their environment.
+    pub fn secret_env(mut self, key: impl Into<String>, value: Secret) -> Cmd {
+        self.secret_env.push((key.into(), value));
         self
     }
 
@@ -220,6 +232,9 @@ fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
         .process_group(0);
     for (k, v) in &cmd.env {
         c.env(k, v);
+    }
+    for (k, v) in &cmd.secret_env {
+        c.env(k, v.expose());
     }
     if let Some(dir) = &cmd.cwd {
         c.current_dir(dir);

@@ -179,15 +179,21 @@ impl Files {
         }
         self.write_atomic(&hp, contents, spec)
             .with_context(|| format!("writing {path}"))?;
-        tracing::debug!("{} {path}", if change == Change::Created { "created" } else { "updated" });
+        tracing::debug!(
+            "{} {path}",
+            if change == Change::Created {
+                "created"
+            } else {
+                "updated"
+            }
+        );
         Ok(change)
     }
 
     fn write_atomic(&self, hp: &Path, contents: &[u8], spec: &FileSpec) -> Result<()> {
         let parent = hp.parent().context("a file path has a parent")?;
         if !parent.exists() {
-            fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
+            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
         let mut tmp = tempfile::Builder::new()
             .prefix(".dcn-")
@@ -256,8 +262,16 @@ impl Files {
     }
 
     fn ids(&self, spec: &FileSpec) -> Result<(Option<u32>, Option<u32>)> {
-        let uid = spec.owner.as_deref().map(|o| users::uid(&self.root, o)).transpose()?;
-        let gid = spec.group.as_deref().map(|g| users::gid(&self.root, g)).transpose()?;
+        let uid = spec
+            .owner
+            .as_deref()
+            .map(|o| users::uid(&self.root, o))
+            .transpose()?;
+        let gid = spec
+            .group
+            .as_deref()
+            .map(|g| users::gid(&self.root, g))
+            .transpose()?;
         Ok((uid, gid))
     }
 
@@ -270,7 +284,14 @@ impl Files {
         Ok(())
     }
 
-    fn plan(&self, path: &str, change: Change, old: Option<&[u8]>, new: Option<&[u8]>, secret: bool) {
+    fn plan(
+        &self,
+        path: &str,
+        change: Change,
+        old: Option<&[u8]>,
+        new: Option<&[u8]>,
+        secret: bool,
+    ) {
         let diff = match (secret, new) {
             (true, _) => "(contents are secret and not shown)".to_string(),
             (false, None) => String::new(),
@@ -308,14 +329,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = Files::new(dir.path(), false);
         let spec = FileSpec::secret();
-        assert_eq!(f.write("/etc/dcn/a.conf", b"x=1\n", &spec).unwrap(), Change::Created);
+        assert_eq!(
+            f.write("/etc/dcn/a.conf", b"x=1\n", &spec).unwrap(),
+            Change::Created
+        );
         let hp = dir.path().join("etc/dcn/a.conf");
         assert_eq!(fs::read(&hp).unwrap(), b"x=1\n");
         assert_eq!(mode_of(&hp), 0o600);
-        assert_eq!(f.write("/etc/dcn/a.conf", b"x=1\n", &spec).unwrap(), Change::Unchanged);
-        assert_eq!(f.write("/etc/dcn/a.conf", b"x=2\n", &spec).unwrap(), Change::Updated);
+        assert_eq!(
+            f.write("/etc/dcn/a.conf", b"x=1\n", &spec).unwrap(),
+            Change::Unchanged
+        );
+        assert_eq!(
+            f.write("/etc/dcn/a.conf", b"x=2\n", &spec).unwrap(),
+            Change::Updated
+        );
         // A mode change alone is a change.
-        assert_eq!(f.write("/etc/dcn/a.conf", b"x=2\n", &FileSpec::public()).unwrap(), Change::Updated);
+        assert_eq!(
+            f.write("/etc/dcn/a.conf", b"x=2\n", &FileSpec::public())
+                .unwrap(),
+            Change::Updated
+        );
         assert_eq!(mode_of(&hp), 0o644);
         // No temporary files left behind.
         assert_eq!(fs::read_dir(dir.path().join("etc/dcn")).unwrap().count(), 1);
@@ -324,17 +358,26 @@ mod tests {
     #[test]
     fn dry_run_writes_nothing_and_diffs() {
         let dir = tempfile::tempdir().unwrap();
-        Files::new(dir.path(), false).write("/a.conf", b"one\ntwo\n", &FileSpec::public()).unwrap();
+        Files::new(dir.path(), false)
+            .write("/a.conf", b"one\ntwo\n", &FileSpec::public())
+            .unwrap();
         let f = Files::new(dir.path(), true);
-        f.write("/a.conf", b"one\nthree\n", &FileSpec::public()).unwrap();
-        f.write("/b.key", b"topsecret", &FileSpec::secret()).unwrap();
-        f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap();
+        f.write("/a.conf", b"one\nthree\n", &FileSpec::public())
+            .unwrap();
+        f.write("/b.key", b"topsecret", &FileSpec::secret())
+            .unwrap();
+        f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir())
+            .unwrap();
         assert_eq!(fs::read(dir.path().join("a.conf")).unwrap(), b"one\ntwo\n");
         assert!(!dir.path().join("b.key").exists());
         assert!(!dir.path().join("var").exists());
         let plan = f.planned();
         assert_eq!(plan.len(), 3);
-        assert!(plan[0].diff.contains("-two") && plan[0].diff.contains("+three"), "{}", plan[0].diff);
+        assert!(
+            plan[0].diff.contains("-two") && plan[0].diff.contains("+three"),
+            "{}",
+            plan[0].diff
+        );
         assert!(!plan[1].diff.contains("topsecret"));
     }
 
@@ -342,9 +385,17 @@ mod tests {
     fn ensure_dir_sets_mode() {
         let dir = tempfile::tempdir().unwrap();
         let f = Files::new(dir.path(), false);
-        assert_eq!(f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap(), Change::Created);
+        assert_eq!(
+            f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir())
+                .unwrap(),
+            Change::Created
+        );
         assert_eq!(mode_of(&dir.path().join("var/lib/dcn")), 0o700);
-        assert_eq!(f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap(), Change::Unchanged);
+        assert_eq!(
+            f.ensure_dir("/var/lib/dcn", &FileSpec::private_dir())
+                .unwrap(),
+            Change::Unchanged
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ fn lookup(root: &Path, file: &str, name: &str) -> Result<u32> {
         return Ok(id);
     }
     let path = root.join("etc").join(file);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     for line in text.lines() {
         let mut fields = line.split(':');
         if fields.next() == Some(name) {
@@ -43,7 +43,11 @@ mod tests {
     fn resolves_names_from_the_root() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("etc")).unwrap();
-        std::fs::write(dir.path().join("etc/passwd"), "root:x:0:0::/root:/bin/sh\nnova:x:64060:64060::/var/lib/nova:/bin/sh\n").unwrap();
+        std::fs::write(
+            dir.path().join("etc/passwd"),
+            "root:x:0:0::/root:/bin/sh\nnova:x:64060:64060::/var/lib/nova:/bin/sh\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("etc/group"), "root:x:0:\nnova:x:64061:\n").unwrap();
         assert_eq!(uid(dir.path(), "nova").unwrap(), 64060);
         assert_eq!(gid(dir.path(), "nova").unwrap(), 64061);

@@ -77,7 +77,9 @@ impl CertificateAuthority {
         params.not_before = now - BACKDATE;
         params.not_after = now + CA_VALIDITY;
         params.serial_number = Some(random_serial());
-        let cert = params.self_signed(&key).context("self-signing the CA certificate")?;
+        let cert = params
+            .self_signed(&key)
+            .context("self-signing the CA certificate")?;
         Ok(CertificateAuthority {
             cert_pem: cert.pem(),
             key_pem: Secret::new(key.serialize_pem()),
@@ -225,7 +227,12 @@ impl CertInfo {
             dns_names,
             ip_addresses,
             spki_der: cert.tbs_certificate.subject_pki.raw.to_vec(),
-            spki_public_key: cert.tbs_certificate.subject_pki.subject_public_key.data.to_vec(),
+            spki_public_key: cert
+                .tbs_certificate
+                .subject_pki
+                .subject_public_key
+                .data
+                .to_vec(),
         })
     }
 }

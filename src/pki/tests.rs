@@ -17,7 +17,10 @@ fn ca_issues_leaves_that_verify_with_their_sans() {
     verify_issued_by(ca.cert_pem(), &leaf.cert_pem).unwrap();
     let info = CertInfo::from_pem(&leaf.cert_pem).unwrap();
     assert_eq!(info.dns_names, vec!["cp.example.test"]);
-    assert_eq!(info.ip_addresses, vec!["10.240.0.10".parse::<IpAddr>().unwrap()]);
+    assert_eq!(
+        info.ip_addresses,
+        vec!["10.240.0.10".parse::<IpAddr>().unwrap()]
+    );
     assert!(!info.is_ca);
     let ca_info = CertInfo::from_pem(ca.cert_pem()).unwrap();
     assert!(ca_info.is_ca);
@@ -79,8 +82,20 @@ fn pins_parse_and_print() {
     let text = pin.to_string();
     assert!(text.starts_with("sha256:") && text.len() == 7 + 64);
     assert_eq!(text.parse::<Pin>().unwrap(), pin);
-    assert_eq!(text.to_uppercase().replace("SHA256", "sha256").parse::<Pin>().unwrap(), pin);
-    for bad in ["", "sha256:", "md5:abcd", "sha256:zz", &text[..text.len() - 2]] {
+    assert_eq!(
+        text.to_uppercase()
+            .replace("SHA256", "sha256")
+            .parse::<Pin>()
+            .unwrap(),
+        pin
+    );
+    for bad in [
+        "",
+        "sha256:",
+        "md5:abcd",
+        "sha256:zz",
+        &text[..text.len() - 2],
+    ] {
         assert!(bad.parse::<Pin>().is_err(), "{bad:?} should not parse");
     }
 }

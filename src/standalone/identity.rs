@@ -42,9 +42,7 @@ impl Identity {
         let address = match cp.address {
             Some(a) => a,
             None if live => detect_address()?,
-            None => bail!(
-                "controlPlane.address must be set in the config when --root is not /"
-            ),
+            None => bail!("controlPlane.address must be set in the config when --root is not /"),
         };
         let mut dns_names = vec![hostname.clone()];
         if let Some(short) = hostname.split('.').next()

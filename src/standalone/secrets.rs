@@ -31,13 +31,18 @@ pub const CONTROL_PLANE_PASSWORDS: &[&str] = &[
 pub const LEAVES: &[(&str, Usage, &str)] = &[
     ("api", Usage::Server, "OpenStack API endpoints"),
     ("rabbitmq", Usage::Server, "RabbitMQ TLS listener for edges"),
-    ("ovn-sb", Usage::ServerAndClient, "OVN southbound database for edges"),
+    (
+        "ovn-sb",
+        Usage::ServerAndClient,
+        "OVN southbound database for edges",
+    ),
     ("join", Usage::Server, "dcn join service"),
 ];
 
 /// The secrets phase.
 pub fn phase(identity: &Identity) -> Phase<'static> {
-    let mut steps: Vec<Box<dyn Step>> = vec![Box::new(StateDirs), Box::new(Passwords), Box::new(Ca)];
+    let mut steps: Vec<Box<dyn Step>> =
+        vec![Box::new(StateDirs), Box::new(Passwords), Box::new(Ca)];
     for (name, usage, purpose) in LEAVES {
         steps.push(Box::new(Leaf {
             name,
@@ -103,8 +108,16 @@ impl Step for Passwords {
         let mut store = PasswordStore::load(&ctx.host.files)?;
         let added = store.ensure(CONTROL_PLANE_PASSWORDS.iter().copied());
         store.save(&ctx.host.files)?;
-        let verb = if ctx.host.dry_run { "would generate" } else { "generated" };
-        tracing::info!("    {verb} {} password(s): {}", added.len(), added.join(", "));
+        let verb = if ctx.host.dry_run {
+            "would generate"
+        } else {
+            "generated"
+        };
+        tracing::info!(
+            "    {verb} {} password(s): {}",
+            added.len(),
+            added.join(", ")
+        );
         Ok(())
     }
 }
@@ -133,7 +146,11 @@ impl Step for Ca {
     fn apply(&self, ctx: &Context) -> Result<()> {
         let ca = CertificateAuthority::generate("dcn CA")?;
         let files = &ctx.host.files;
-        files.write(CA_KEY, ca.key_pem().expose().as_bytes(), &FileSpec::secret())?;
+        files.write(
+            CA_KEY,
+            ca.key_pem().expose().as_bytes(),
+            &FileSpec::secret(),
+        )?;
         files.write(CA_CERT, ca.cert_pem().as_bytes(), &FileSpec::secret())?;
         Ok(())
     }
@@ -166,7 +183,10 @@ impl Step for Leaf {
     fn is_done(&self, ctx: &Context) -> Result<bool> {
         let files = &ctx.host.files;
         let cert_path = paths::leaf_cert(self.name);
-        let (Some(cert), true) = (files.read_string(&cert_path)?, files.exists(&paths::leaf_key(self.name))?) else {
+        let (Some(cert), true) = (
+            files.read_string(&cert_path)?,
+            files.exists(&paths::leaf_key(self.name))?,
+        ) else {
             return Ok(false);
         };
         // Existing certificates are kept; a changed name or address is
@@ -178,7 +198,13 @@ impl Step for Leaf {
             .iter()
             .filter(|n| !info.dns_names.contains(n))
             .cloned()
-            .chain(self.request.ip_addresses.iter().filter(|a| !info.ip_addresses.contains(a)).map(|a| a.to_string()))
+            .chain(
+                self.request
+                    .ip_addresses
+                    .iter()
+                    .filter(|a| !info.ip_addresses.contains(a))
+                    .map(|a| a.to_string()),
+            )
             .collect();
         if !missing.is_empty() {
             tracing::warn!(
@@ -198,8 +224,16 @@ impl Step for Leaf {
         }
         let ca = load_ca(files)?;
         let issued = ca.issue(&self.request)?;
-        files.write(&paths::leaf_key(self.name), issued.key_pem.expose().as_bytes(), &FileSpec::secret())?;
-        files.write(&paths::leaf_cert(self.name), issued.cert_pem.as_bytes(), &FileSpec::secret())?;
+        files.write(
+            &paths::leaf_key(self.name),
+            issued.key_pem.expose().as_bytes(),
+            &FileSpec::secret(),
+        )?;
+        files.write(
+            &paths::leaf_cert(self.name),
+            issued.cert_pem.as_bytes(),
+            &FileSpec::secret(),
+        )?;
         Ok(())
     }
 }

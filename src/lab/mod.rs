@@ -1,0 +1,411 @@
+//! The local lab (`dcn lab up|down|status|exec|link`): the control plane
+//! and edge hosts as systemd-nspawn containers on one machine, each in its
+//! own network namespace, routed through a router namespace, with a local
+//! package repository as their only package source. It runs the real
+//! `dcn standalone init` inside the control-plane container, and is both the
+//! try-it-on-one-machine path and the end-to-end test rig.
+
+mod container;
+mod net;
+mod repo;
+mod rootfs;
+mod state;
+
+pub use container::ContainerRunner;
+pub use state::{HostState, LabState};
+
+use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Default lab directory.
+pub const DEFAULT_DIR: &str = "/var/lib/dcn-lab";
+/// Default download cache (base rootfs, packages), kept across labs.
+pub const DEFAULT_CACHE: &str = "/var/cache/dcn-lab";
+/// Where the local repository appears inside containers.
+const REPO_MOUNT: &str = "/srv/dcn-repo";
+/// Host tools the lab needs.
+const HOST_TOOLS: &[(&str, &str)] = &[
+    ("systemd-nspawn", "systemd-container"),
+    ("debootstrap", "debootstrap"),
+    ("apt-ftparchive", "apt-utils"),
+    ("ip", "iproute2"),
+    ("nsenter", "util-linux"),
+];
+
+/// Options of `dcn lab up`.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    pub dir: PathBuf,
+    pub cache: PathBuf,
+    pub edges: u8,
+    /// The static dcn binary to run inside the containers.
+    pub dcn_binary: PathBuf,
+    /// Config for the control plane (defaults to the lab's).
+    pub config: Option<PathBuf>,
+}
+
+/// Phase timings, written to `DIR/report.json`.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub phases: Vec<PhaseTime>,
+    pub total_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PhaseTime {
+    pub phase: String,
+    pub seconds: f64,
+}
+
+struct Timer {
+    report: Report,
+    started: Instant,
+}
+
+impl Timer {
+    fn phase<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        tracing::info!("==> {name}");
+        let t = Instant::now();
+        let r = f().with_context(|| format!("lab phase {name}"))?;
+        let secs = t.elapsed().as_secs_f64();
+        tracing::info!("<== {name}: {secs:.1}s");
+        self.report.phases.push(PhaseTime {
+            phase: name.to_string(),
+            seconds: secs,
+        });
+        Ok(r)
+    }
+}
+
+/// Bring a lab up.
+pub fn up(opts: &UpOptions) -> Result<Report> {
+    require_root()?;
+    if let Some(s) = LabState::load(&opts.dir)?
+        && !s.namespaces.is_empty()
+    {
+        bail!(
+            "a lab is already up in {} (see `dcn lab status`); run `dcn lab down` first",
+            opts.dir.display()
+        );
+    }
+    if net::netns_exists(&net::router_ns()) {
+        bail!(
+            "network namespace {} exists, left by another lab; run `dcn lab down` (with its --dir) first",
+            net::router_ns()
+        );
+    }
+    let config_text = match &opts.config {
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
+        }
+        None => default_config(),
+    };
+    crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;
+    let runner = SystemRunner::new(false);
+    let mut timer = Timer {
+        report: Report::default(),
+        started: Instant::now(),
+    };
+    let recipes = crate::recipes::Recipes::embedded()?;
+    let packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
+
+    timer.phase("host tools", || install_host_tools(&runner))?;
+    let base = timer.phase("base root filesystem", || {
+        rootfs::ensure_base(&runner, &opts.cache)
+    })?;
+    let repo = timer.phase("package repository", || {
+        repo::ensure_repo(&runner, &opts.cache, &base, &packages)
+    })?;
+
+    let mut state = LabState::default();
+    let result = (|| -> Result<()> {
+        timer.phase("network", || {
+            net::create_router(&runner)?;
+            state.namespaces.push(net::router_ns());
+            state.save(&opts.dir)?;
+            for (i, (name, role, site)) in host_plan(opts.edges).into_iter().enumerate() {
+                let n = net::HostNet::new(&name, i as u8);
+                net::create_host(&runner, &n)?;
+                state.namespaces.push(n.netns.clone());
+                state.hosts.push(HostState {
+                    name,
+                    role: role.into(),
+                    site,
+                    netns: n.netns,
+                    router_link: n.router_link,
+                    address: n.address.to_string(),
+                    rootfs: PathBuf::new(),
+                    nspawn_pid: None,
+                    init_pid: None,
+                });
+                state.save(&opts.dir)?;
+            }
+            Ok(())
+        })?;
+        timer.phase("containers", || {
+            boot_all(&runner, opts, &base, &repo, &config_text, &mut state)
+        })?;
+        timer.phase("control plane (dcn standalone init)", || {
+            let cp = state.host("cp")?;
+            let init = cp
+                .init_pid
+                .context("the control plane container is not running")?;
+            let runner = ContainerRunner::new(init);
+            run_inherited(
+                &runner.wrap(
+                    &Cmd::new(
+                        "running dcn standalone init in the control-plane container",
+                        "dcn",
+                    )
+                    .args(["standalone", "init", "--config", "/etc/dcn/site.yaml"])
+                    .timeout(Duration::from_secs(45 * 60)),
+                ),
+                false,
+            )?;
+            Ok(())
+        })?;
+        Ok(())
+    })();
+    timer.report.total_seconds = timer.started.elapsed().as_secs_f64();
+    let report_path = opts.dir.join("report.json");
+    std::fs::create_dir_all(&opts.dir)?;
+    std::fs::write(&report_path, serde_json::to_string_pretty(&timer.report)?)
+        .with_context(|| format!("writing {}", report_path.display()))?;
+    result.map_err(|e| {
+        e.context(format!(
+            "the lab is partly up: inspect it with `dcn lab status`, remove it with `dcn lab down --dir {}`",
+            opts.dir.display()
+        ))
+    })?;
+    Ok(timer.report)
+}
+
+/// (host name, role, site) of every lab host: the control plane, then one
+/// host per edge site.
+fn host_plan(edges: u8) -> Vec<(String, &'static str, Option<String>)> {
+    let mut v = vec![("cp".to_string(), "controller", None)];
+    for k in 1..=edges {
+        v.push((format!("edge{k}"), "edge", Some(format!("edge{k}"))));
+    }
+    v
+}
+
+/// The control plane's config in the lab: its lab address, and the lab's
+/// repository as the only package source.
+fn default_config() -> String {
+    format!(
+        "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  hostname: cp\n  address: {}\npackages:\n  source: local:{REPO_MOUNT}\n",
+        net::HostNet::new("cp", 0).address
+    )
+}
+
+fn boot_all(
+    runner: &dyn Runner,
+    opts: &UpOptions,
+    base: &Path,
+    repo: &Path,
+    config_text: &str,
+    state: &mut LabState,
+) -> Result<()> {
+    let hosts_file = hosts_file(state);
+    let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
+    for name in names {
+        let host_dir = opts.dir.join("hosts").join(&name);
+        let rootfs = rootfs::mount_overlay(runner, base, &host_dir)?;
+        state.mounts.push(rootfs.clone());
+        state.host_mut(&name).expect("planned").rootfs = rootfs.clone();
+        state.save(&opts.dir)?;
+        seed(&rootfs, &name, &hosts_file)?;
+        if name == "cp" {
+            std::fs::create_dir_all(rootfs.join("etc/dcn"))?;
+            std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
+        }
+        std::fs::create_dir_all(opts.dir.join("logs"))?;
+        let spec = container::ContainerSpec {
+            name: name.clone(),
+            rootfs,
+            netns: state.host(&name)?.netns.clone(),
+            binds_ro: vec![
+                (opts.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
+                (repo.to_path_buf(), REPO_MOUNT.into()),
+            ],
+            log: opts.dir.join("logs").join(format!("{name}.console.log")),
+        };
+        let t = Instant::now();
+        let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;
+        tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
+        let h = state.host_mut(&name).expect("planned");
+        h.nspawn_pid = Some(nspawn);
+        h.init_pid = Some(init);
+        state.save(&opts.dir)?;
+    }
+    Ok(())
+}
+
+/// /etc/hosts entries for every lab host.
+fn hosts_file(state: &LabState) -> String {
+    let mut s = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    for h in &state.hosts {
+        s.push_str(&format!("{}\t{}\n", h.address, h.name));
+    }
+    s
+}
+
+/// A container's own identity: host name (before anything installs: RabbitMQ
+/// derives its node name from it) and hosts file.
+fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
+    std::fs::write(rootfs.join("etc/hostname"), format!("{name}\n"))?;
+    std::fs::write(rootfs.join("etc/hosts"), hosts)?;
+    Ok(())
+}
+
+fn install_host_tools(runner: &dyn Runner) -> Result<()> {
+    let missing: Vec<String> = HOST_TOOLS
+        .iter()
+        .filter(|(tool, _)| !on_path(tool))
+        .map(|(_, pkg)| pkg.to_string())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    tracing::info!("  installing {}", missing.join(", "));
+    runner.run(
+        &Cmd::new("installing the lab's host tools", "apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args([
+                "-q",
+                "-y",
+                "-o",
+                "DPkg::Lock::Timeout=600",
+                "--no-install-recommends",
+                "install",
+            ])
+            .args(missing)
+            .timeout(Duration::from_secs(900)),
+    )?;
+    Ok(())
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+fn require_root() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("the lab creates network namespaces, mounts and containers: run it as root");
+    }
+    Ok(())
+}
+
+/// Remove everything the lab in `dir` created: containers, mounts,
+/// namespaces (and their veths), and the containers' writable layers. The
+/// download cache and `DIR/report.json` and `DIR/logs` stay.
+pub fn down(dir: &Path) -> Result<()> {
+    require_root()?;
+    let runner = SystemRunner::new(false);
+    let Some(state) = LabState::load(dir)? else {
+        tracing::info!("no lab in {}", dir.display());
+        return Ok(());
+    };
+    let mut problems = Vec::new();
+    for h in state.hosts.iter().rev() {
+        if let Some(nspawn) = h.nspawn_pid
+            && let Err(e) = container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(60))
+        {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for m in state.mounts.iter().rev() {
+        if let Err(e) = rootfs::unmount(&runner, m) {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for ns in state.namespaces.iter().rev() {
+        if let Err(e) = net::delete_netns(&runner, ns) {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "could not remove everything; run `dcn lab down` again after fixing:\n{}",
+            problems.join("\n")
+        );
+    }
+    let hosts = dir.join("hosts");
+    if hosts.exists() {
+        std::fs::remove_dir_all(&hosts).with_context(|| format!("removing {}", hosts.display()))?;
+    }
+    std::fs::remove_file(LabState::path(dir))?;
+    Ok(())
+}
+
+/// One line per host: name, role, address, running or not.
+pub fn status(dir: &Path) -> Result<Vec<HostStatus>> {
+    let state = LabState::load(dir)?
+        .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
+    Ok(state
+        .hosts
+        .iter()
+        .map(|h| HostStatus {
+            name: h.name.clone(),
+            role: h.role.clone(),
+            site: h.site.clone(),
+            address: h.address.clone(),
+            running: h.nspawn_pid.is_some_and(container::alive),
+            link_up: link_is_up(&h.router_link),
+        })
+        .collect())
+}
+
+/// A lab host's state.
+#[derive(Debug, Serialize)]
+pub struct HostStatus {
+    pub name: String,
+    pub role: String,
+    pub site: Option<String>,
+    pub address: String,
+    pub running: bool,
+    pub link_up: bool,
+}
+
+fn link_is_up(link: &str) -> bool {
+    let out = SystemRunner::new(false).run(
+        &Cmd::new("reading a lab link's state", "ip")
+            .args(["-n", &net::router_ns(), "-o", "link", "show", link])
+            .read_only()
+            .unchecked(),
+    );
+    out.map(|o| o.success() && !o.stdout.contains("state DOWN") && o.stdout.contains(",UP"))
+        .unwrap_or(false)
+}
+
+/// Run `argv` inside a lab host, with the terminal attached. Returns its
+/// exit code.
+pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
+    require_root()?;
+    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?;
+    let init = h
+        .init_pid
+        .filter(|p| container::alive(*p))
+        .with_context(|| format!("{host} is not running"))?;
+    let (program, args) = argv.split_first().context("no command given")?;
+    let cmd = Cmd::new(format!("running a command in {host}"), program.clone())
+        .args(args.iter().cloned())
+        .unchecked()
+        .timeout(Duration::from_secs(24 * 3600));
+    run_inherited(&ContainerRunner::new(init).wrap(&cmd), true)
+}
+
+/// Cut (`up == false`) or restore a host's link to the router.
+pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
+    require_root()?;
+    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?;
+    net::set_link(&SystemRunner::new(false), &h.router_link, up)
+}

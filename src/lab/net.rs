@@ -1,0 +1,212 @@
+//! The lab's network: a router namespace and one namespace per host, each
+//! host on its own routed /24 (the control plane on 10.240.0.0/24, edge site
+//! k on 10.240.k.0/24), so edges reach the control plane through a router as
+//! in a spine-leaf DCN layout. Veth pairs are created inside the router
+//! namespace and one end moved out, so the host's own network namespace is
+//! never touched. Private addresses only.
+
+use crate::host::{Cmd, Runner};
+use anyhow::Result;
+use std::net::Ipv4Addr;
+
+/// Name prefix of everything the lab creates in the kernel.
+pub const PREFIX: &str = "dcnlab-";
+
+/// The router namespace.
+pub fn router_ns() -> String {
+    format!("{PREFIX}router")
+}
+
+/// Addressing of one lab host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostNet {
+    pub netns: String,
+    /// The router's interface toward the host.
+    pub router_link: String,
+    pub address: Ipv4Addr,
+    pub gateway: Ipv4Addr,
+}
+
+impl HostNet {
+    /// Subnet `index` (0 = control plane, k = edge site k).
+    pub fn new(host: &str, index: u8) -> HostNet {
+        HostNet {
+            netns: format!("{PREFIX}{host}"),
+            router_link: format!("r-{host}"),
+            address: Ipv4Addr::new(10, 240, index, 10),
+            gateway: Ipv4Addr::new(10, 240, index, 1),
+        }
+    }
+}
+
+fn ip(runner: &dyn Runner, what: String, args: &[&str]) -> Result<()> {
+    runner.run(&Cmd::new(what, "ip").args(args.iter().copied()))?;
+    Ok(())
+}
+
+/// Whether a namespace exists.
+pub fn netns_exists(name: &str) -> bool {
+    std::path::Path::new("/run/netns").join(name).exists()
+}
+
+/// Create the router namespace (forwarding on).
+pub fn create_router(runner: &dyn Runner) -> Result<()> {
+    let ns = router_ns();
+    ip(
+        runner,
+        format!("creating network namespace {ns}"),
+        &["netns", "add", &ns],
+    )?;
+    ip(
+        runner,
+        "bringing up the router's loopback".into(),
+        &["-n", &ns, "link", "set", "lo", "up"],
+    )?;
+    runner.run(&Cmd::new("enabling forwarding in the router", "ip").args([
+        "netns",
+        "exec",
+        &ns,
+        "sysctl",
+        "-q",
+        "-w",
+        "net.ipv4.ip_forward=1",
+    ]))?;
+    Ok(())
+}
+
+/// Create the host's namespace and its routed link to the router.
+pub fn create_host(runner: &dyn Runner, net: &HostNet) -> Result<()> {
+    let router = router_ns();
+    let ns = &net.netns;
+    ip(
+        runner,
+        format!("creating network namespace {ns}"),
+        &["netns", "add", ns],
+    )?;
+    ip(
+        runner,
+        format!("bringing up loopback in {ns}"),
+        &["-n", ns, "link", "set", "lo", "up"],
+    )?;
+    ip(
+        runner,
+        format!("creating the link between the router and {ns}"),
+        &[
+            "-n",
+            &router,
+            "link",
+            "add",
+            &net.router_link,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+        ],
+    )?;
+    ip(
+        runner,
+        format!("moving eth0 into {ns}"),
+        &["-n", &router, "link", "set", "eth0", "netns", ns],
+    )?;
+    let gw = format!("{}/24", net.gateway);
+    let addr = format!("{}/24", net.address);
+    ip(
+        runner,
+        "addressing the router's side".into(),
+        &["-n", &router, "addr", "add", &gw, "dev", &net.router_link],
+    )?;
+    ip(
+        runner,
+        "bringing up the router's side".into(),
+        &["-n", &router, "link", "set", &net.router_link, "up"],
+    )?;
+    ip(
+        runner,
+        format!("addressing eth0 in {ns}"),
+        &["-n", ns, "addr", "add", &addr, "dev", "eth0"],
+    )?;
+    ip(
+        runner,
+        format!("bringing up eth0 in {ns}"),
+        &["-n", ns, "link", "set", "eth0", "up"],
+    )?;
+    ip(
+        runner,
+        format!("routing {ns} through the router"),
+        &[
+            "-n",
+            ns,
+            "route",
+            "add",
+            "default",
+            "via",
+            &net.gateway.to_string(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Cut or restore a host's link (the router side, as a WAN cut would).
+pub fn set_link(runner: &dyn Runner, router_link: &str, up: bool) -> Result<()> {
+    ip(
+        runner,
+        format!("setting {router_link} {}", if up { "up" } else { "down" }),
+        &[
+            "-n",
+            &router_ns(),
+            "link",
+            "set",
+            router_link,
+            if up { "up" } else { "down" },
+        ],
+    )
+}
+
+/// Delete a namespace (its veth ends go with it).
+pub fn delete_netns(runner: &dyn Runner, name: &str) -> Result<()> {
+    if netns_exists(name) {
+        ip(
+            runner,
+            format!("deleting network namespace {name}"),
+            &["netns", "delete", name],
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::RecordingRunner;
+
+    #[test]
+    fn addressing_is_one_routed_subnet_per_host() {
+        let cp = HostNet::new("cp", 0);
+        let e2 = HostNet::new("edge2", 2);
+        assert_eq!(cp.address, Ipv4Addr::new(10, 240, 0, 10));
+        assert_eq!(e2.gateway, Ipv4Addr::new(10, 240, 2, 1));
+        assert_eq!(e2.netns, "dcnlab-edge2");
+        assert!(
+            e2.router_link.len() <= 15,
+            "interface names are at most 15 bytes"
+        );
+    }
+
+    #[test]
+    fn links_are_made_inside_the_router_namespace() {
+        let r = RecordingRunner::new();
+        create_host(&r, &HostNet::new("edge1", 1)).unwrap();
+        let lines = r.command_lines();
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("ip netns add") || l.starts_with("ip -n ")),
+            "{lines:?}"
+        );
+        assert!(lines.contains(
+            &"ip -n dcnlab-router link add r-edge1 type veth peer name eth0".to_string()
+        ));
+        assert!(lines.contains(&"ip -n dcnlab-edge1 route add default via 10.240.1.1".to_string()));
+    }
+}

@@ -1,0 +1,162 @@
+//! Converging keystone resources: each `ensure_*` creates what is missing,
+//! corrects what differs, and leaves what is right alone.
+
+use super::Cloud;
+use crate::secrets::Secret;
+use anyhow::{Context, Result};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+fn id_of(v: &Value) -> Result<String> {
+    v["id"]
+        .as_str()
+        .map(String::from)
+        .context("keystone returned an object without an id")
+}
+
+/// The first element of `list_key` in a listing at `path`.
+fn find(cloud: &Cloud, path: &str, list_key: &str) -> Result<Option<Value>> {
+    let v = cloud.get("identity", path)?;
+    Ok(v[list_key].as_array().and_then(|a| a.first().cloned()))
+}
+
+/// A project in the Default domain; returns its id.
+pub fn ensure_project(cloud: &Cloud, name: &str, description: &str) -> Result<String> {
+    if let Some(p) = find(
+        cloud,
+        &format!("/projects?name={name}&domain_id=default"),
+        "projects",
+    )? {
+        return id_of(&p);
+    }
+    let v = cloud.post(
+        "identity",
+        "/projects",
+        &json!({"project": {"name": name, "domain_id": "default", "description": description, "enabled": true}}),
+    )?;
+    id_of(&v["project"]).with_context(|| format!("creating project {name}"))
+}
+
+/// A role by name; returns its id.
+pub fn ensure_role(cloud: &Cloud, name: &str) -> Result<String> {
+    if let Some(r) = find(cloud, &format!("/roles?name={name}"), "roles")? {
+        return id_of(&r);
+    }
+    let v = cloud.post("identity", "/roles", &json!({"role": {"name": name}}))?;
+    id_of(&v["role"])
+}
+
+/// A user in the Default domain with `password`; an existing user whose
+/// password differs gets it reset. Returns its id.
+pub fn ensure_user(
+    cloud: &Cloud,
+    name: &str,
+    password: &Secret,
+    project_id: &str,
+) -> Result<String> {
+    if let Some(u) = find(
+        cloud,
+        &format!("/users?name={name}&domain_id=default"),
+        "users",
+    )? {
+        let id = id_of(&u)?;
+        if !password_works(cloud, name, password)? {
+            cloud
+                .request(
+                    Method::PATCH,
+                    "identity",
+                    &format!("/users/{id}"),
+                    Some(&json!({"user": {"password": password.expose()}})),
+                )
+                .with_context(|| format!("resetting the password of user {name}"))?;
+        }
+        return Ok(id);
+    }
+    let v = cloud
+        .post(
+            "identity",
+            "/users",
+            &json!({"user": {"name": name, "domain_id": "default", "password": password.expose(),
+                             "default_project_id": project_id, "enabled": true}}),
+        )
+        .with_context(|| format!("creating user {name}"))?;
+    id_of(&v["user"])
+}
+
+/// Whether `name` can get an unscoped token with `password`.
+fn password_works(cloud: &Cloud, name: &str, password: &Secret) -> Result<bool> {
+    let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
+        "name": name, "domain": {"id": "default"}, "password": password.expose()}}}}});
+    match cloud.request(Method::POST, "identity", "/auth/tokens", Some(&body)) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.downcast_ref::<super::ApiError>()
+                .is_some_and(|a| a.status == 401) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Grant `role` on a project to a user (a PUT: idempotent).
+pub fn grant(cloud: &Cloud, project_id: &str, user_id: &str, role_id: &str) -> Result<()> {
+    cloud.request(
+        Method::PUT,
+        "identity",
+        &format!("/projects/{project_id}/users/{user_id}/roles/{role_id}"),
+        None,
+    )?;
+    Ok(())
+}
+
+/// A catalog service; returns its id.
+pub fn ensure_service(cloud: &Cloud, name: &str, kind: &str) -> Result<String> {
+    let v = cloud.get("identity", &format!("/services?type={kind}"))?;
+    if let Some(s) = v["services"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == name))
+    {
+        return id_of(s);
+    }
+    let v = cloud.post(
+        "identity",
+        "/services",
+        &json!({"service": {"name": name, "type": kind, "enabled": true, "description": format!("{name} ({kind})")}}),
+    )?;
+    id_of(&v["service"])
+}
+
+/// Public, internal and admin endpoints of a service at `url` in `region`.
+pub fn ensure_endpoints(cloud: &Cloud, service_id: &str, url: &str, region: &str) -> Result<()> {
+    let existing = cloud.get("identity", &format!("/endpoints?service_id={service_id}"))?;
+    let existing = existing["endpoints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for interface in ["public", "internal", "admin"] {
+        match existing
+            .iter()
+            .find(|e| e["interface"] == interface && e["region_id"] == region)
+        {
+            Some(e) if e["url"] == url => {}
+            Some(e) => {
+                let id = id_of(e)?;
+                cloud.request(
+                    Method::PATCH,
+                    "identity",
+                    &format!("/endpoints/{id}"),
+                    Some(&json!({"endpoint": {"url": url}})),
+                )?;
+            }
+            None => {
+                cloud.post(
+                    "identity",
+                    "/endpoints",
+                    &json!({"endpoint": {"service_id": service_id, "interface": interface, "url": url, "region_id": region, "enabled": true}}),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! Roles and services as data. `recipes/<release>/roles/*.yaml` say which
+//! services make up a role; `recipes/<release>/services/*.yaml` say, per
+//! service, which packages, debconf answers, config files, units, ports and
+//! health checks it consists of. Code supplies the values (addresses,
+//! passwords, worker counts); recipes say where they go. The recipes are
+//! embedded in the binary at build time (see `build.rs`).
+
+mod render;
+mod schema;
+
+pub use render::{RenderedFile, Values, render_files, render_str};
+pub use schema::*;
+
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+
+include!(concat!(env!("OUT_DIR"), "/recipes_embedded.rs"));
+
+/// The distribution release the recipes are written for.
+pub const RELEASE: &str = "debian-12";
+
+/// All roles and services of one release.
+#[derive(Debug, Clone)]
+pub struct Recipes {
+    pub roles: BTreeMap<String, RoleRecipe>,
+    pub services: BTreeMap<String, ServiceRecipe>,
+}
+
+impl Recipes {
+    /// The recipes built into this binary.
+    pub fn embedded() -> Result<Recipes> {
+        Self::from_files(EMBEDDED.iter().map(|(p, c)| (p.to_string(), c.to_string())))
+    }
+
+    /// Recipes from `(path under recipes/, contents)` pairs.
+    pub fn from_files(files: impl IntoIterator<Item = (String, String)>) -> Result<Recipes> {
+        let mut roles = BTreeMap::new();
+        let mut services = BTreeMap::new();
+        for (path, text) in files {
+            let Some(rest) = path.strip_prefix(&format!("{RELEASE}/")) else {
+                continue;
+            };
+            if let Some(name) = rest
+                .strip_prefix("roles/")
+                .and_then(|n| n.strip_suffix(".yaml"))
+            {
+                let r: RoleRecipe = crate::config::parse(&text, &format!("recipes/{path}"))?;
+                if r.role != name {
+                    bail!(
+                        "recipes/{path} defines role {:?}; the file name says {name:?}",
+                        r.role
+                    );
+                }
+                roles.insert(name.to_string(), r);
+            } else if let Some(name) = rest
+                .strip_prefix("services/")
+                .and_then(|n| n.strip_suffix(".yaml"))
+            {
+                let s: ServiceRecipe = crate::config::parse(&text, &format!("recipes/{path}"))?;
+                if s.service != name {
+                    bail!(
+                        "recipes/{path} defines service {:?}; the file name says {name:?}",
+                        s.service
+                    );
+                }
+                services.insert(name.to_string(), s);
+            }
+        }
+        let recipes = Recipes { roles, services };
+        recipes.check()?;
+        Ok(recipes)
+    }
+
+    /// Every role names services that exist.
+    fn check(&self) -> Result<()> {
+        for role in self.roles.values() {
+            for s in &role.services {
+                if !self.services.contains_key(s) {
+                    bail!(
+                        "role {} names service {s:?}, which has no recipe",
+                        role.role
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn role(&self, name: &str) -> Result<&RoleRecipe> {
+        self.roles
+            .get(name)
+            .with_context(|| format!("no role {name:?} in the {RELEASE} recipes"))
+    }
+
+    pub fn service(&self, name: &str) -> Result<&ServiceRecipe> {
+        self.services
+            .get(name)
+            .with_context(|| format!("no service {name:?} in the {RELEASE} recipes"))
+    }
+
+    /// The services of `roles`, in role order, each once.
+    pub fn services_for_roles(&self, roles: &[&str]) -> Result<Vec<&ServiceRecipe>> {
+        let mut out: Vec<&ServiceRecipe> = Vec::new();
+        for r in roles {
+            for s in &self.role(r)?.services {
+                if !out.iter().any(|x| &x.service == s) {
+                    out.push(self.service(s)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The packages of `roles`, sorted, each once.
+    pub fn packages_for_roles(&self, roles: &[&str]) -> Result<Vec<String>> {
+        let mut pkgs: Vec<String> = self
+            .services_for_roles(roles)?
+            .iter()
+            .flat_map(|s| s.packages.iter().cloned())
+            .collect();
+        pkgs.sort();
+        pkgs.dedup();
+        Ok(pkgs)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,266 @@
+//! The recipe file formats. Every string value may use minijinja templates
+//! over the [`super::Values`] (`{{ cp.address }}`, `{{ workers.nova }}`,
+//! `{{ password.nova_db }}`); unknown fields are errors.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// `roles/<role>.yaml`: the services a role consists of, in start order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RoleRecipe {
+    pub role: String,
+    pub description: String,
+    pub services: Vec<String>,
+}
+
+/// `services/<service>.yaml`: one service.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServiceRecipe {
+    pub service: String,
+    pub description: String,
+    /// The init phase that sets it up: infrastructure, identity, services
+    /// or compute.
+    pub phase: ServicePhase,
+    /// Debian packages (dependencies come with them).
+    #[serde(default)]
+    pub packages: Vec<String>,
+    /// debconf answers, `package question type value`, set before install.
+    #[serde(default)]
+    pub debconf: Vec<String>,
+    /// Directories to create (state, locks).
+    #[serde(default)]
+    pub directories: Vec<DirectoryRecipe>,
+    /// Config files, written whole: the packaged ones are not a usable base.
+    #[serde(default)]
+    pub files: Vec<FileRecipe>,
+    /// Packaged files that must go (e.g. libvirt's default NAT network).
+    #[serde(default)]
+    pub remove_files: Vec<String>,
+    /// dcn CA material installed for the service.
+    #[serde(default)]
+    pub certificates: Vec<CertificateRecipe>,
+    /// Where the operator's `customServiceConfig` goes, and which key of
+    /// the config's `services` map holds it.
+    #[serde(default)]
+    pub custom_config: Option<CustomConfigRecipe>,
+    /// A database and its user, created before setup commands run.
+    #[serde(default)]
+    pub database: Option<DatabaseRecipe>,
+    /// A keystone service user and catalog entry.
+    #[serde(default)]
+    pub identity: Option<IdentityRecipe>,
+    /// Commands run once after the files are written (database schema
+    /// syncs, cell mappings); again only when their inputs change.
+    #[serde(default)]
+    pub setup: Vec<SetupCommand>,
+    /// Packaged units dcn replaces or does not use: disabled and stopped.
+    #[serde(default)]
+    pub disable_units: Vec<String>,
+    /// Units to enable and start, in order.
+    #[serde(default)]
+    pub units: Vec<String>,
+    /// TCP ports the service listens on.
+    #[serde(default)]
+    pub ports: Vec<u16>,
+    /// How to tell the service works, written `- http: {url: ...}`.
+    #[serde(
+        default,
+        deserialize_with = "serde_yaml::with::singleton_map_recursive::deserialize"
+    )]
+    pub health: Vec<HealthCheck>,
+}
+
+/// Init phases a service can belong to, in run order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServicePhase {
+    #[default]
+    Infrastructure,
+    Identity,
+    Services,
+    Compute,
+}
+
+/// A directory a service needs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DirectoryRecipe {
+    pub path: String,
+    #[serde(default = "root")]
+    pub owner: String,
+    #[serde(default = "root")]
+    pub group: String,
+    #[serde(default = "mode_0750")]
+    pub mode: String,
+}
+
+fn mode_0750() -> String {
+    "0750".into()
+}
+
+/// A leaf certificate of the dcn CA (or, for hosts that join, the node's
+/// own), with the CA certificate, installed where a service reads it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CertificateRecipe {
+    /// The leaf: `api`, `rabbitmq`, `ovn-sb`, `join`, or `node`.
+    pub leaf: String,
+    pub cert: String,
+    pub key: String,
+    pub ca: String,
+    #[serde(default = "root")]
+    pub owner: String,
+    #[serde(default = "root")]
+    pub group: String,
+    #[serde(default)]
+    pub when_role: Option<String>,
+}
+
+/// One config file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FileRecipe {
+    pub path: String,
+    #[serde(default = "root")]
+    pub owner: String,
+    #[serde(default = "root")]
+    pub group: String,
+    /// Octal, as a string: "0640".
+    #[serde(default = "mode_0644")]
+    pub mode: String,
+    /// INI sections (`DEFAULT` is written first).
+    #[serde(default)]
+    pub ini: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Or the whole text, as a template.
+    #[serde(default)]
+    pub template: Option<String>,
+    /// Keystone credential sections added to `ini`: section name -> the
+    /// user and the name of its password. Each gets auth_url, auth_type,
+    /// domains, project `service`, username, password and region_name;
+    /// `keystone_authtoken` also gets www_authenticate_uri and
+    /// memcached_servers.
+    #[serde(default)]
+    pub keystone_auth: BTreeMap<String, KeystoneAuth>,
+    /// Only for hosts whose roles include this one.
+    #[serde(default)]
+    pub when_role: Option<String>,
+    /// Units restarted when this file changes (default: the service's units).
+    #[serde(default)]
+    pub restarts: Option<Vec<String>>,
+}
+
+/// A user of a keystone credential section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeystoneAuth {
+    pub username: String,
+    /// The name of the password in the password store.
+    pub password: String,
+}
+
+fn root() -> String {
+    "root".into()
+}
+
+fn mode_0644() -> String {
+    "0644".into()
+}
+
+/// Where `customServiceConfig` is written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CustomConfigRecipe {
+    /// The key under `services:` in the StandaloneConfig (e.g. `nova`).
+    pub config_key: String,
+    /// The drop-in file (a `*.conf.d/` file the service reads last).
+    pub path: String,
+    #[serde(default = "root")]
+    pub owner: String,
+    #[serde(default = "root")]
+    pub group: String,
+}
+
+/// A database owned by one service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DatabaseRecipe {
+    /// Database names (nova needs nova, nova_api and nova_cell0).
+    pub names: Vec<String>,
+    pub user: String,
+    /// The name of the password in the password store.
+    pub password: String,
+}
+
+/// A keystone service user and catalog service with its endpoints.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IdentityRecipe {
+    /// The service user (none for keystone itself).
+    #[serde(default)]
+    pub user: Option<String>,
+    /// The name of that user's password in the password store.
+    #[serde(default)]
+    pub password: Option<String>,
+    /// Catalog service name and type (`nova`, `compute`).
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Endpoint URL (public, internal and admin alike).
+    pub url: String,
+}
+
+/// A setup command.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetupCommand {
+    /// Journal name of the step.
+    pub name: String,
+    /// argv; templated. Must not contain secrets.
+    pub run: Vec<String>,
+    /// Run as this user (through `runuser`).
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Environment variables set to passwords: variable -> password name.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, String>,
+    /// Attempts, one second apart (for commands that race a starting
+    /// daemon's socket).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Time limit in seconds.
+    #[serde(default = "setup_timeout")]
+    pub timeout: u64,
+    /// Exit codes that count as success besides 0.
+    #[serde(default)]
+    pub ok_codes: Vec<i32>,
+    /// Only for hosts whose roles include this one.
+    #[serde(default)]
+    pub when_role: Option<String>,
+    /// Run after the service's units are started (default: before).
+    #[serde(default)]
+    pub after_start: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn setup_timeout() -> u64 {
+    600
+}
+
+/// A health check.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum HealthCheck {
+    /// The port accepts TCP connections (templated host: `{{ cp.address }}`).
+    Tcp { host: String, port: u16 },
+    /// `GET url` answers with a status below 500.
+    Http { url: String },
+    /// A command exits 0.
+    Command { run: Vec<String> },
+    /// A unit is active.
+    Unit { name: String },
+}

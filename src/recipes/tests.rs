@@ -1,0 +1,77 @@
+use super::*;
+
+fn service(yaml: &str) -> ServiceRecipe {
+    crate::config::parse(yaml, "test").unwrap()
+}
+
+fn values() -> Values {
+    let mut v = Values::default();
+    v.cp.insert("address".into(), "10.240.0.10".into());
+    v.password.insert("nova_db".into(), "S3cretPassw0rd".into());
+    v.roles = vec!["controller".into()];
+    v
+}
+
+#[test]
+fn embedded_recipes_load_and_roles_resolve() {
+    let r = Recipes::embedded().unwrap();
+    for role in ["controller", "compute", "edge"] {
+        let pkgs = r.packages_for_roles(&[role]).unwrap();
+        assert!(!pkgs.is_empty(), "{role} has packages");
+    }
+    assert!(r.role("nope").is_err());
+}
+
+#[test]
+fn ini_files_render_with_default_first_and_secrets_hidden() {
+    let s = service(
+        "service: nova\ndescription: x\nphase: services\nfiles:\n- path: /etc/nova/nova.conf\n  owner: nova\n  group: nova\n  mode: '0640'\n  ini:\n    api_database: {connection: 'mysql+pymysql://nova:{{ password.nova_db }}@{{ cp.address }}/nova_api'}\n    DEFAULT: {my_ip: '{{ cp.address }}'}\nunits: [nova-api.service]\n",
+    );
+    let files = render_files(&s, &values()).unwrap();
+    assert_eq!(files.len(), 1);
+    let text = &files[0].contents;
+    assert!(
+        text.find("[DEFAULT]").unwrap() < text.find("[api_database]").unwrap(),
+        "{text}"
+    );
+    assert!(text.contains("my_ip = 10.240.0.10"));
+    assert!(files[0].spec.secret);
+    assert_eq!(files[0].spec.mode, 0o640);
+    assert_eq!(files[0].restarts, vec!["nova-api.service"]);
+}
+
+#[test]
+fn undefined_values_are_errors() {
+    let s = service(
+        "service: x\ndescription: x\nphase: services\nfiles:\n- path: /etc/x\n  template: '{{ cp.adress }}'\n",
+    );
+    let err = render_files(&s, &values()).unwrap_err();
+    assert!(format!("{err:#}").contains("/etc/x"), "{err:#}");
+}
+
+#[test]
+fn a_world_readable_file_with_a_password_is_refused() {
+    let s = service(
+        "service: x\ndescription: x\nphase: services\nfiles:\n- path: /etc/x\n  mode: '0644'\n  template: 'pw={{ password.nova_db }}'\n",
+    );
+    let err = render_files(&s, &values()).unwrap_err();
+    assert!(format!("{err:#}").contains("lets anyone read it"));
+}
+
+#[test]
+fn role_conditions_skip_files() {
+    let s = service(
+        "service: x\ndescription: x\nphase: services\nfiles:\n- path: /etc/x\n  whenRole: compute\n  template: 'a'\n",
+    );
+    assert!(render_files(&s, &values()).unwrap().is_empty());
+}
+
+#[test]
+fn unknown_recipe_fields_are_errors() {
+    let e = crate::config::parse::<ServiceRecipe>(
+        "service: x\ndescription: x\nphase: services\npackagez: []\n",
+        "r.yaml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("unknown field `packagez`"), "{e}");
+}
