@@ -120,27 +120,70 @@ fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
 }
 
 fn standalone_init(args: InitArgs) -> Result<ExitCode> {
+    use crate::standalone::PhaseName;
     let config = load_config(args.config.as_deref())?;
     let until = match args.phase {
-        InitPhase::Secrets => crate::standalone::PhaseName::Secrets,
+        InitPhase::Preflight => PhaseName::Preflight,
+        InitPhase::Secrets => PhaseName::Secrets,
+        InitPhase::Packages => PhaseName::Packages,
+        InitPhase::Configure => PhaseName::Configure,
+        InitPhase::Infrastructure => PhaseName::Infrastructure,
+        InitPhase::Identity => PhaseName::Identity,
+        InitPhase::Services => PhaseName::Services,
+        InitPhase::Compute => PhaseName::Compute,
+        InitPhase::Verify => PhaseName::Verify,
+        InitPhase::Finalize => PhaseName::Finalize,
     };
+    let ignore_preflight = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
     let host = crate::host::Host::system(&args.root, args.dry_run);
-    let report = crate::standalone::init(&config, &host, until)?;
+    let started = std::time::Instant::now();
+    let report = crate::standalone::init(
+        &config,
+        &host,
+        &crate::standalone::InitOptions {
+            until,
+            ignore_preflight,
+        },
+    )?;
     if args.dry_run {
         print_plan(&report.run);
         return Ok(ExitCode::SUCCESS);
     }
     let changed = report.changed_steps();
     if changed.is_empty() {
-        println!("Nothing to do: every step was already done.");
+        println!("Nothing to do: every step was already done; the checks passed.");
     } else {
-        println!("Applied {} step(s): {}", changed.len(), changed.join(", "));
+        println!("Applied {} step(s).", changed.len());
     }
+    println!(
+        "Control plane {} at {} (roles: {}; {} packages).",
+        report.hostname,
+        report.address,
+        report.roles.join(", "),
+        report.packages
+    );
+    println!("Time per phase:");
     for (phase, took) in &report.run.phases {
-        println!("  {phase:<10} {:.1}s", took.as_secs_f64());
+        println!("  {phase:<15} {:>7.1}s", took.as_secs_f64());
     }
-    if let Some(pin) = report.ca_pin {
+    println!(
+        "  {:<15} {:>7.1}s",
+        "total",
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(pin) = &report.ca_pin {
         println!("CA pin: {pin}");
+    }
+    if until == PhaseName::Finalize {
+        println!(
+            "Credentials: {} (0600), {}",
+            crate::standalone::finalize::CLOUDS_YAML,
+            crate::standalone::finalize::OPENRC
+        );
+        println!(
+            "Logs: journalctl -u <unit>, and /var/log/{{keystone,nova,neutron,glance,placement}}/"
+        );
+        println!("Try: OS_CLOUD=dcn openstack compute service list");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -150,7 +193,7 @@ fn print_plan(run: &crate::engine::RunReport) {
     use crate::engine::Outcome;
     for (name, outcome) in &run.steps {
         match outcome {
-            Outcome::AlreadyDone => println!("  ok       {name}"),
+            Outcome::AlreadyDone | Outcome::Checked => println!("  ok       {name}"),
             Outcome::Applied => println!("  applied  {name}"),
             Outcome::WouldApply(files) => {
                 println!("  change   {name}");
@@ -221,6 +264,11 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
         LabCommand::Exec { dir, host, command } => {
             let code = crate::lab::exec(&dir.dir, &host, &command)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        LabCommand::Restart { dir, host } => {
+            let secs = crate::lab::restart(&dir.dir, &host)?;
+            println!("{host}: restarted, systemd running after {secs:.1}s");
+            Ok(ExitCode::SUCCESS)
         }
         LabCommand::Link { dir, host, state } => {
             crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;

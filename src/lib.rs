@@ -12,6 +12,7 @@ pub mod app;
 pub mod bundle;
 pub mod cli;
 pub mod config;
+pub mod deploy;
 pub mod engine;
 pub mod host;
 pub mod ini;

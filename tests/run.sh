@@ -5,7 +5,10 @@
 #   tests/run.sh            everything that runs on this machine
 #
 # Stages: formatting, lints, unit and integration tests, the static release
-# binary (linkage, size, no OpenSSL), man pages in sync (part of cargo test).
+# binary (linkage, size, no OpenSSL), man pages in sync (part of cargo test),
+# and, as root with CI=true or DCN_LAB_E2E=1, the lab end to end: a real
+# control plane in a systemd-nspawn container (about 10 minutes once the
+# download cache in /var/cache/dcn-lab is warm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,4 +64,10 @@ stage fmt cargo fmt --check
 stage clippy cargo clippy --locked --all-targets -- -D warnings
 stage test cargo test --locked
 stage static-binary static_binary
+
+if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
+    stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e -- --nocapture
+else
+    echo "==> lab-e2e skipped (needs root, and CI=true or DCN_LAB_E2E=1)"
+fi
 echo "all tests passed"

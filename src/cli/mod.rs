@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 /// Install an all-in-one OpenStack control plane and join edge hosts to it.
 ///
-/// On the lab server, `dcn preflight standalone` checks the host and
-/// `dcn standalone init` sets it up (so far its secrets phase: passwords, the
-/// CA and certificates). `dcn bundle verify` checks a join bundle before an
-/// edge host uses it.
+/// On the lab server, `dcn standalone init` installs and starts an
+/// all-in-one OpenStack control plane from Debian's packages. To try it on
+/// one machine, `dcn lab up` runs it in a container. `dcn bundle verify`
+/// checks a join bundle before an edge host uses it.
 #[derive(Debug, Parser)]
 #[command(name = "dcn", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
@@ -142,11 +142,29 @@ pub enum StandaloneCommand {
     Init(InitArgs),
 }
 
-/// Phases of `standalone init`.
+/// Phases of `standalone init`, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InitPhase {
+    /// Check the host
+    Preflight,
     /// State directories, passwords, the CA and certificates
     Secrets,
+    /// Install the packages (nothing starts)
+    Packages,
+    /// Write every configuration file
+    Configure,
+    /// MariaDB, RabbitMQ, memcached, OVN databases
+    Infrastructure,
+    /// Keystone and the catalog
+    Identity,
+    /// Placement, Glance, Nova, Neutron
+    Services,
+    /// nova-compute, OVN controller, metadata agent on this host
+    Compute,
+    /// Check the control plane through its APIs
+    Verify,
+    /// clouds.yaml and admin-openrc
+    Finalize,
 }
 
 #[derive(Debug, Args)]
@@ -154,9 +172,12 @@ pub struct InitArgs {
     /// Config file (StandaloneConfig); defaults apply without one
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Run the phases up to and including this one
-    #[arg(long, value_enum, required = true)]
+    /// Run the phases up to and including this one (default: all)
+    #[arg(long, value_enum, default_value = "finalize")]
     pub phase: InitPhase,
+    /// Turn these failing preflight checks into warnings (comma-separated, or `all`)
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub ignore_preflight_errors: Vec<String>,
     /// Treat DIR as the root of the system to configure (secrets go to DIR/var/lib/dcn)
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
@@ -187,6 +208,13 @@ pub enum LabCommand {
         /// The command and its arguments
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Power a host off and boot it again (its disk is kept)
+    Restart {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
     },
     /// Cut or restore a host's network link, as a WAN failure would
     Link {

@@ -71,6 +71,11 @@ impl Journal {
             .is_some_and(|r| r.fingerprint == fingerprint)
     }
 
+    /// Whether `step` finished before, with any fingerprint.
+    pub fn has_run(&self, step: &str) -> bool {
+        self.steps.contains_key(step)
+    }
+
     pub fn record_step(&mut self, step: &str, fingerprint: &str, took: Duration) {
         self.steps.insert(
             step.to_string(),

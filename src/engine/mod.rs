@@ -39,6 +39,12 @@ pub trait Step {
     }
 
     fn apply(&self, ctx: &Context) -> Result<()>;
+
+    /// A check (health, verification) changes nothing: it runs on every
+    /// run, is skipped in dry runs, and is reported as checked.
+    fn is_check(&self) -> bool {
+        false
+    }
 }
 
 /// A named group of steps, timed as one.
@@ -52,6 +58,7 @@ pub struct Phase<'a> {
 pub enum Outcome {
     AlreadyDone,
     Applied,
+    Checked,
     /// Dry run: it would be applied, with these file changes.
     WouldApply(Vec<String>),
 }
@@ -115,6 +122,16 @@ pub fn run(phases: &[Phase<'_>], host: &Host) -> Result<RunReport> {
 fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outcome> {
     let name = step.name();
     let ctx = Context { host, journal };
+    if step.is_check() {
+        if host.dry_run {
+            return Ok(Outcome::AlreadyDone);
+        }
+        let started = Instant::now();
+        step.apply(&ctx)
+            .with_context(|| format!("check {name} failed"))?;
+        tracing::debug!("  {name}: ok in {:.1}s", started.elapsed().as_secs_f64());
+        return Ok(Outcome::Checked);
+    }
     if step
         .is_done(&ctx)
         .with_context(|| format!("checking step {name}"))?

@@ -247,6 +247,22 @@ impl Files {
         Ok(Change::Removed)
     }
 
+    /// Whether `path` exists with exactly `contents` and `spec`'s mode and
+    /// owner (so writing it would change nothing).
+    pub fn matches(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<bool> {
+        let hp = self.host_path(path)?;
+        match self.read(path)? {
+            Some(old) if old == contents => self.attrs_match(&hp, spec),
+            _ => Ok(false),
+        }
+    }
+
+    /// Whether `path` is a directory with `spec`'s mode and owner.
+    pub fn dir_matches(&self, path: &str, spec: &FileSpec) -> Result<bool> {
+        let hp = self.host_path(path)?;
+        Ok(hp.is_dir() && self.attrs_match(&hp, spec)?)
+    }
+
     /// Changes collected in dry-run mode.
     pub fn planned(&self) -> Vec<PlannedChange> {
         self.planned.lock().unwrap().clone()

@@ -224,16 +224,9 @@ fn boot_all(
             std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
         }
         std::fs::create_dir_all(opts.dir.join("logs"))?;
-        let spec = container::ContainerSpec {
-            name: name.clone(),
-            rootfs,
-            netns: state.host(&name)?.netns.clone(),
-            binds_ro: vec![
-                (opts.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
-                (repo.to_path_buf(), REPO_MOUNT.into()),
-            ],
-            log: opts.dir.join("logs").join(format!("{name}.console.log")),
-        };
+        state.dcn_binary = opts.dcn_binary.clone();
+        state.repo = repo.to_path_buf();
+        let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
         let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;
         tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
@@ -243,6 +236,40 @@ fn boot_all(
         state.save(&opts.dir)?;
     }
     Ok(())
+}
+
+/// How to boot a lab host's container.
+fn container_spec(dir: &Path, state: &LabState, h: &HostState) -> Result<container::ContainerSpec> {
+    Ok(container::ContainerSpec {
+        name: h.name.clone(),
+        rootfs: h.rootfs.clone(),
+        netns: h.netns.clone(),
+        binds_ro: vec![
+            (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
+            (state.repo.clone(), REPO_MOUNT.into()),
+        ],
+        log: dir.join("logs").join(format!("{}.console.log", h.name)),
+    })
+}
+
+/// Power a lab host off and boot it again (its disk is kept). Returns the
+/// seconds until its systemd reported running.
+pub fn restart(dir: &Path, host: &str) -> Result<f64> {
+    require_root()?;
+    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?.clone();
+    if let Some(nspawn) = h.nspawn_pid {
+        container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
+    }
+    let spec = container_spec(dir, &state, &h)?;
+    let t = Instant::now();
+    let (nspawn, init) = container::boot(&spec, Duration::from_secs(180))?;
+    let booted = t.elapsed().as_secs_f64();
+    let hm = state.host_mut(host).expect("exists");
+    hm.nspawn_pid = Some(nspawn);
+    hm.init_pid = Some(init);
+    state.save(dir)?;
+    Ok(booted)
 }
 
 /// /etc/hosts entries for every lab host.
@@ -395,8 +422,10 @@ pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
         .filter(|p| container::alive(*p))
         .with_context(|| format!("{host} is not running"))?;
     let (program, args) = argv.split_first().context("no command given")?;
+    // The control plane's clouds.yaml names its cloud `dcn`.
     let cmd = Cmd::new(format!("running a command in {host}"), program.clone())
         .args(args.iter().cloned())
+        .env("OS_CLOUD", "dcn")
         .unchecked()
         .timeout(Duration::from_secs(24 * 3600));
     run_inherited(&ContainerRunner::new(init).wrap(&cmd), true)

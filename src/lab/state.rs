@@ -15,6 +15,11 @@ pub struct LabState {
     /// Overlay mount points, in mount order.
     pub mounts: Vec<PathBuf>,
     pub hosts: Vec<HostState>,
+    /// The dcn binary and package repository bound into the containers.
+    #[serde(default)]
+    pub dcn_binary: PathBuf,
+    #[serde(default)]
+    pub repo: PathBuf,
 }
 
 /// One container.

@@ -23,6 +23,9 @@ pub struct Values {
     pub workers: BTreeMap<String, u32>,
     /// Network settings: encapsulation, bridgeMappings, …
     pub network: BTreeMap<String, String>,
+    /// How this host's compute services reach the control plane:
+    /// transportUrl, sbConnection, serviceUser, …
+    pub compute: BTreeMap<String, String>,
     /// Passwords by name. Secret: see [`Values::is_secret`].
     pub password: BTreeMap<String, String>,
 }
@@ -127,8 +130,13 @@ fn render_file(f: &FileRecipe, values: &Values) -> Result<String> {
     match (&f.ini, &f.template) {
         (Some(sections), None) => {
             let mut sections = sections.clone();
+            // Credential keys join the section's own keys (service_user's
+            // send_service_user_token, say).
             for (section, auth) in &f.keystone_auth {
-                sections.insert(section.clone(), keystone_auth_section(section, auth));
+                sections
+                    .entry(section.clone())
+                    .or_default()
+                    .extend(keystone_auth_section(section, auth));
             }
             let mut ini = Ini::default();
             // DEFAULT first, as oslo.config files are written.

@@ -75,3 +75,27 @@ fn unknown_recipe_fields_are_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("unknown field `packagez`"), "{e}");
 }
+
+#[test]
+fn keystone_auth_sections_merge_with_ini_keys() {
+    let s = service(
+        "service: x\ndescription: x\nphase: services\nfiles:\n- path: /etc/x.conf\n  mode: '0640'\n  ini:\n    service_user: {send_service_user_token: 'true'}\n  keystoneAuth:\n    service_user: {username: nova, password: nova_db}\n    keystone_authtoken: {username: nova, password: nova_db}\n",
+    );
+    let mut v = values();
+    v.cp.insert("region".into(), "RegionOne".into());
+    v.cp.insert("memcached".into(), "127.0.0.1:11211".into());
+    let text = &render_files(&s, &v).unwrap()[0].contents;
+    let ini = crate::ini::Ini::parse(text).unwrap();
+    assert_eq!(
+        ini.get("service_user", "send_service_user_token"),
+        Some("true"),
+        "{text}"
+    );
+    assert_eq!(ini.get("service_user", "username"), Some("nova"));
+    assert_eq!(ini.get("service_user", "password"), Some("S3cretPassw0rd"));
+    assert_eq!(
+        ini.get("keystone_authtoken", "www_authenticate_uri"),
+        Some("http://10.240.0.10:5000")
+    );
+    assert_eq!(ini.get("service_user", "www_authenticate_uri"), None);
+}

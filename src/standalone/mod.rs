@@ -1,19 +1,48 @@
-//! `dcn standalone init`: turn this host into the control plane, as phases
-//! of steps run by the [`crate::engine`].
+//! `dcn standalone init`: turn this host into the control plane (and, with
+//! the compute role, a single-node cloud), as phases of steps run by the
+//! [`crate::engine`]. Re-running converges: finished steps are skipped, no
+//! secret is regenerated, and a service restarts only when its
+//! configuration changed.
 
+pub mod controlplane;
+pub mod finalize;
 pub mod identity;
 pub mod secrets;
+pub mod values;
+pub mod verify;
 
 use crate::config::StandaloneConfig;
-use crate::engine::{self, Outcome, RunReport};
+use crate::deploy::Plan;
+use crate::engine::{self, Outcome, Phase, RunReport, Step};
 use crate::host::Host;
 use crate::pki::Pin;
-use anyhow::Result;
+use crate::recipes::{Recipes, ServicePhase};
+use crate::secrets::PasswordStore;
+use anyhow::{Result, bail};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// The phases `init` can run, in order.
+/// The phases of `init`, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PhaseName {
+    Preflight,
     Secrets,
+    Packages,
+    Configure,
+    Infrastructure,
+    Identity,
+    Services,
+    Compute,
+    Verify,
+    Finalize,
+}
+
+/// Options of `init`.
+pub struct InitOptions {
+    /// Run the phases up to and including this one.
+    pub until: PhaseName,
+    /// Preflight checks whose errors become warnings.
+    pub ignore_preflight: Vec<String>,
 }
 
 /// What `init` did.
@@ -21,24 +50,225 @@ pub struct InitReport {
     pub run: RunReport,
     /// The CA pin, once the CA exists.
     pub ca_pin: Option<Pin>,
+    pub hostname: String,
+    pub address: String,
+    /// Packages of the roles (what was installed).
+    pub packages: usize,
+    pub roles: Vec<String>,
 }
 
-/// Run `init` (up to and including `until`) on `host`.
-pub fn init(config: &StandaloneConfig, host: &Host, until: PhaseName) -> Result<InitReport> {
-    let identity = identity::Identity::resolve(config, host.files.root())?;
-    tracing::info!(
-        "control plane {} at {}",
-        identity.hostname,
-        identity.address
-    );
-    let mut phases = vec![secrets::phase(&identity)];
-    phases.truncate(until as usize + 1);
+/// Run `init` on `host`.
+pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Result<InitReport> {
+    let root = host.files.root().to_path_buf();
+    let id = identity::Identity::resolve(config, &root)?;
+    if opts.until > PhaseName::Secrets && root != std::path::Path::new("/") {
+        bail!(
+            "--root only works for the secrets phase; the later phases configure the running system"
+        );
+    }
+    tracing::info!("control plane {} at {}", id.hostname, id.address);
+    let roles: Vec<&str> = config
+        .roles
+        .iter()
+        .map(|r| match r {
+            crate::config::Role::Controller => "controller",
+            crate::config::Role::Compute => "compute",
+        })
+        .collect();
+    if !roles.contains(&"controller") {
+        bail!(
+            "roles must include controller: `standalone init` sets up the control plane (edges join with `dcn join`)"
+        );
+    }
+    let recipes = Recipes::embedded()?;
+    let packages = recipes.packages_for_roles(&roles)?.len();
+
+    let mut phases: Vec<(PhaseName, Phase<'static>)> = vec![
+        (
+            PhaseName::Preflight,
+            Phase {
+                name: "preflight",
+                steps: if root == std::path::Path::new("/") {
+                    vec![Box::new(controlplane::Preflight {
+                        params: crate::preflight::Params::from_config(config),
+                        ignore: opts.ignore_preflight.clone(),
+                    })]
+                } else {
+                    Vec::new()
+                },
+            },
+        ),
+        (PhaseName::Secrets, secrets::phase(&id)),
+    ];
+    if opts.until > PhaseName::Secrets {
+        // Later phases need the passwords: generate them first (a no-op
+        // when the secrets phase ran before).
+        let mut head: Vec<Phase> = phases.drain(..).map(|(_, p)| p).collect();
+        let report_head = engine::run(&head, host)?;
+        head.clear();
+        let mut passwords = PasswordStore::load(&host.files)?;
+        if host.dry_run {
+            // A dry run on a fresh host renders with passwords that exist
+            // only in memory; files holding them are not shown anyway.
+            passwords.ensure(secrets::CONTROL_PLANE_PASSWORDS.iter().copied());
+        }
+        let facts = values::HostFacts::detect(&root);
+        let values = Arc::new(values::control_plane_values(
+            config, &id, &facts, &passwords,
+        )?);
+        let services: Vec<String> = recipes
+            .services_for_roles(&roles)?
+            .iter()
+            .map(|s| s.service.clone())
+            .collect();
+        let plan = Plan {
+            services: services.clone(),
+            values: values.clone(),
+            custom_config: custom_config(config),
+            source: config.packages.source.clone(),
+            certs: Arc::new(controlplane::PkiCerts),
+            recipes: recipes.clone(),
+        };
+        let mut rest =
+            control_plane_phases(&plan, &recipes, &services, &values, &roles, &id.hostname)?;
+        rest.retain(|(n, _)| *n <= opts.until);
+        let rest: Vec<Phase> = rest.into_iter().map(|(_, p)| p).collect();
+        let mut run = engine::run(&rest, host)?;
+        let mut steps = report_head.steps;
+        steps.append(&mut run.steps);
+        run.steps = steps;
+        let mut phase_times = report_head.phases;
+        phase_times.append(&mut run.phases);
+        run.phases = phase_times;
+        return finish(run, host, &id, packages, &roles);
+    }
+    phases.retain(|(n, _)| *n <= opts.until);
+    let phases: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
     let run = engine::run(&phases, host)?;
+    finish(run, host, &id, packages, &roles)
+}
+
+fn finish(
+    run: RunReport,
+    host: &Host,
+    id: &identity::Identity,
+    packages: usize,
+    roles: &[&str],
+) -> Result<InitReport> {
     let ca_pin = match host.files.read_string(crate::paths::CA_CERT)? {
         Some(pem) if !pem.is_empty() => Some(Pin::of_cert_pem(&pem)?),
         _ => None,
     };
-    Ok(InitReport { run, ca_pin })
+    Ok(InitReport {
+        run,
+        ca_pin,
+        hostname: id.hostname.clone(),
+        address: id.address.to_string(),
+        packages,
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+    })
+}
+
+/// `customServiceConfig` of every service, by config key.
+fn custom_config(config: &StandaloneConfig) -> BTreeMap<String, String> {
+    let s = &config.services;
+    [
+        ("keystone", &s.keystone),
+        ("placement", &s.placement),
+        ("glance", &s.glance),
+        ("nova", &s.nova),
+        ("neutron", &s.neutron),
+        ("novaCompute", &s.nova_compute),
+        ("ovnMetadataAgent", &s.ovn_metadata_agent),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.custom_service_config.as_str().to_string()))
+    .collect()
+}
+
+/// The phases after secrets.
+fn control_plane_phases(
+    plan: &Plan,
+    recipes: &Recipes,
+    services: &[String],
+    values: &Arc<crate::recipes::Values>,
+    roles: &[&str],
+    hostname: &str,
+) -> Result<Vec<(PhaseName, Phase<'static>)>> {
+    let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
+    let rabbit = crate::secrets::Secret::new(values.password["rabbitmq_controlplane"].clone());
+    extra.insert(
+        "rabbitmq".into(),
+        vec![Box::new(controlplane::RabbitUsers { password: rabbit })],
+    );
+    let infrastructure =
+        plan.service_phase(ServicePhase::Infrastructure, "infrastructure", extra)?;
+
+    let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
+    extra.insert(
+        "keystone".into(),
+        vec![Box::new(controlplane::Catalog::new(
+            recipes,
+            services,
+            values.clone(),
+        )?)],
+    );
+    let identity = plan.service_phase(ServicePhase::Identity, "identity", extra)?;
+    let services_phase = plan.service_phase(ServicePhase::Services, "services", BTreeMap::new())?;
+
+    let compute = roles.contains(&"compute");
+    let mut compute_phase =
+        plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?;
+    if compute {
+        compute_phase
+            .steps
+            .push(Box::new(controlplane::DiscoverHost {
+                hostname: hostname.to_string(),
+            }));
+    }
+    let mut catalog: Vec<String> = services
+        .iter()
+        .filter_map(|s| {
+            recipes
+                .services
+                .get(s)
+                .and_then(|r| r.identity.as_ref())
+                .map(|i| i.kind.clone())
+        })
+        .collect();
+    catalog.insert(0, "identity".into());
+    Ok(vec![
+        (PhaseName::Packages, plan.packages_phase()),
+        (PhaseName::Configure, plan.configure_phase()?),
+        (PhaseName::Infrastructure, infrastructure),
+        (PhaseName::Identity, identity),
+        (PhaseName::Services, services_phase),
+        (PhaseName::Compute, compute_phase),
+        (
+            PhaseName::Verify,
+            Phase {
+                name: "verify",
+                steps: vec![Box::new(verify::Verify {
+                    values: values.clone(),
+                    catalog,
+                    compute_hosts: if compute {
+                        vec![hostname.to_string()]
+                    } else {
+                        Vec::new()
+                    },
+                })],
+            },
+        ),
+        (
+            PhaseName::Finalize,
+            Phase {
+                name: "finalize",
+                steps: vec![Box::new(finalize::ClientFiles {
+                    values: values.clone(),
+                })],
+            },
+        ),
+    ])
 }
 
 impl InitReport {
@@ -47,7 +277,7 @@ impl InitReport {
         self.run
             .steps
             .iter()
-            .filter(|(_, o)| *o != Outcome::AlreadyDone)
+            .filter(|(_, o)| !matches!(o, Outcome::AlreadyDone | Outcome::Checked))
             .map(|(n, _)| n.as_str())
             .collect()
     }

@@ -1,0 +1,135 @@
+//! Deployment steps built from recipes and values, shared by `standalone
+//! init` and `join`: install packages, write config files, create
+//! databases and keystone entries, run setup commands, start units and wait
+//! until services are healthy.
+
+mod files;
+mod health;
+mod packages;
+mod service;
+
+pub use files::{CertSource, ConfigFiles};
+pub use health::Health;
+pub use packages::Packages;
+pub use service::{Database, DisableUnits, Setup, Unit};
+
+use crate::config::types::PackageSource;
+use crate::engine::{Phase, Step};
+use crate::recipes::{Recipes, ServicePhase, ServiceRecipe, Values};
+use anyhow::Result;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What a deployment needs to build its steps.
+pub struct Plan {
+    pub recipes: Recipes,
+    /// The services of this host's roles, in order.
+    pub services: Vec<String>,
+    pub values: Arc<Values>,
+    /// `customServiceConfig` by config key (`nova`, `novaCompute`, …).
+    pub custom_config: BTreeMap<String, String>,
+    pub source: PackageSource,
+    pub certs: Arc<dyn CertSource>,
+}
+
+impl Plan {
+    fn service_recipes(&self) -> Vec<&ServiceRecipe> {
+        self.services
+            .iter()
+            .filter_map(|s| self.recipes.services.get(s))
+            .collect()
+    }
+
+    /// Install every package of the services (nothing starts).
+    pub fn packages_phase(&self) -> Phase<'static> {
+        let services = self.service_recipes();
+        let mut packages: Vec<String> = services.iter().flat_map(|s| s.packages.clone()).collect();
+        packages.sort();
+        packages.dedup();
+        let debconf = services.iter().flat_map(|s| s.debconf.clone()).collect();
+        Phase {
+            name: "packages",
+            steps: vec![Box::new(Packages {
+                packages,
+                debconf,
+                source: self.source.clone(),
+            })],
+        }
+    }
+
+    /// Write every service's directories, config files, drop-ins and
+    /// certificates.
+    pub fn configure_phase(&self) -> Result<Phase<'static>> {
+        let mut steps = Vec::new();
+        for s in self.service_recipes() {
+            steps.push(ConfigFiles::new(
+                s,
+                &self.values,
+                &self.custom_config,
+                self.certs.clone(),
+            )?);
+        }
+        files::check_no_conflicts(&steps)?;
+        Ok(Phase {
+            name: "configure",
+            steps: steps
+                .into_iter()
+                .map(|s| Box::new(s) as Box<dyn Step>)
+                .collect(),
+        })
+    }
+
+    /// Bring up the services of `phase`: databases, setup commands, units,
+    /// health checks. `extra` steps run after a service's units start
+    /// (keystone's catalog, rabbitmq's users), keyed by service name.
+    pub fn service_phase(
+        &self,
+        phase: ServicePhase,
+        name: &'static str,
+        mut extra: BTreeMap<String, Vec<Box<dyn Step>>>,
+    ) -> Result<Phase<'static>> {
+        let mut steps: Vec<Box<dyn Step>> = Vec::new();
+        for s in self
+            .service_recipes()
+            .into_iter()
+            .filter(|s| s.phase == phase)
+        {
+            if let Some(db) = &s.database {
+                steps.push(Box::new(Database::new(&s.service, db, &self.values)));
+            }
+            for cmd in s.setup.iter().filter(|c| !c.after_start) {
+                if let Some(step) = Setup::new(&s.service, cmd, &self.values)? {
+                    steps.push(Box::new(step));
+                }
+            }
+            if let Some(d) = DisableUnits::new(s) {
+                steps.push(Box::new(d));
+            }
+            for u in Unit::for_service(s, &self.values, &self.custom_config)? {
+                steps.push(Box::new(u));
+            }
+            for cmd in s.setup.iter().filter(|c| c.after_start) {
+                if let Some(step) = Setup::new(&s.service, cmd, &self.values)? {
+                    steps.push(Box::new(step));
+                }
+            }
+            if !s.health.is_empty() {
+                steps.push(Box::new(Health::new(s, &self.values)?));
+            }
+            steps.extend(extra.remove(&s.service).unwrap_or_default());
+        }
+        Ok(Phase { name, steps })
+    }
+}
+
+/// A short digest of `parts`, for step fingerprints. Secrets may be among
+/// the parts: only their digest reaches the journal.
+pub fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    hex::encode(&h.finalize()[..12])
+}

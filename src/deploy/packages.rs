@@ -1,0 +1,84 @@
+//! The packages step: point apt at the configured source, answer debconf,
+//! install what is missing with nothing started.
+
+use crate::config::types::PackageSource;
+use crate::engine::{Context, Step};
+use crate::host::Cmd;
+use crate::host::apt::{Apt, DebconfAnswer};
+use anyhow::{Context as _, Result};
+
+pub struct Packages {
+    pub packages: Vec<String>,
+    /// `package question type value` lines.
+    pub debconf: Vec<String>,
+    pub source: PackageSource,
+}
+
+impl Packages {
+    fn apt<'a>(&self, ctx: &'a Context) -> Apt<'a> {
+        Apt::new(
+            ctx.host.runner.as_ref(),
+            &ctx.host.files,
+            self.source.clone(),
+        )
+    }
+}
+
+impl Step for Packages {
+    fn name(&self) -> String {
+        "packages.install".into()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "install {} packages and their dependencies (nothing starts)",
+            self.packages.len()
+        )
+    }
+
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        Ok(self.apt(ctx).missing(&self.packages)?.is_empty())
+    }
+
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let apt = self.apt(ctx);
+        let missing = apt.missing(&self.packages)?;
+        tracing::info!(
+            "    {} of {} packages to install",
+            missing.len(),
+            self.packages.len()
+        );
+        let answers = self
+            .debconf
+            .iter()
+            .map(|line| {
+                let mut w = line.splitn(4, ' ');
+                match (w.next(), w.next(), w.next(), w.next()) {
+                    (Some(p), Some(q), Some(k), Some(v)) => Ok(DebconfAnswer {
+                        package: p.into(),
+                        question: q.into(),
+                        kind: k.into(),
+                        value: v.into(),
+                    }),
+                    _ => anyhow::bail!(
+                        "recipe bug: debconf line {line:?} is not `package question type value`"
+                    ),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        apt.update()?;
+        apt.preseed(&answers)?;
+        apt.install(&missing, false)?;
+        // dbus' reload was refused by policy-rc.d during the install, so it
+        // does not know the bus policies of what was installed (polkit's,
+        // which libvirt needs).
+        ctx.host
+            .runner
+            .run(
+                &Cmd::new("reloading dbus after the install", "systemctl")
+                    .args(["try-reload-or-restart", "dbus.service"]),
+            )
+            .context("reloading dbus")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,333 @@
+//! Per-service steps: the database and its user, setup commands (schema
+//! syncs, cell mappings), and the units — enabled, started, and restarted
+//! only when the service's configuration changed since they last started.
+
+use super::digest;
+use crate::engine::{Context, Step};
+use crate::host::Cmd;
+use crate::host::systemd::Systemd;
+use crate::recipes::{DatabaseRecipe, ServiceRecipe, SetupCommand, Values, render_str};
+use crate::secrets::Secret;
+use anyhow::{Context as _, Result, bail};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A database (or several) and its user, with the password from the store.
+pub struct Database {
+    service: String,
+    names: Vec<String>,
+    user: String,
+    password: String,
+}
+
+impl Database {
+    pub fn new(service: &str, db: &DatabaseRecipe, values: &Values) -> Database {
+        Database {
+            service: service.into(),
+            names: db.names.clone(),
+            user: db.user.clone(),
+            password: values
+                .password
+                .get(&db.password)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl Step for Database {
+    fn name(&self) -> String {
+        format!("{}.database", self.service)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "create database {} for user {}",
+            self.names.join(", "),
+            self.user
+        )
+    }
+
+    fn fingerprint(&self) -> String {
+        let names = self.names.join(",");
+        digest([
+            names.as_bytes(),
+            self.user.as_bytes(),
+            self.password.as_bytes(),
+        ])
+    }
+
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        if self.password.is_empty() {
+            bail!(
+                "no password for database user {}; run `dcn standalone init --phase secrets`",
+                self.user
+            );
+        }
+        // Idempotent SQL; the password travels on stdin only.
+        let user = format!("'{}'@'127.0.0.1'", self.user);
+        let mut sql = format!(
+            "CREATE USER IF NOT EXISTS {user} IDENTIFIED BY '{pw}';\nALTER USER {user} IDENTIFIED BY '{pw}';\n",
+            pw = self.password
+        );
+        for db in &self.names {
+            sql.push_str(&format!(
+                "CREATE DATABASE IF NOT EXISTS `{db}`;\nGRANT ALL PRIVILEGES ON `{db}`.* TO {user};\n"
+            ));
+        }
+        sql.push_str("FLUSH PRIVILEGES;\n");
+        ctx.host.runner.run(
+            &Cmd::new(format!("creating the {} database", self.service), "mysql")
+                .args(["--user=root", "--batch"])
+                .stdin(Secret::new(sql))
+                .timeout(Duration::from_secs(120)),
+        )?;
+        Ok(())
+    }
+}
+
+/// A setup command from a recipe.
+pub struct Setup {
+    service: String,
+    name: String,
+    argv: Vec<String>,
+    user: Option<String>,
+    secret_env: Vec<(String, Secret)>,
+    timeout: Duration,
+    ok_codes: Vec<i32>,
+    attempts: u32,
+}
+
+impl Setup {
+    /// The step, or `None` when the command is for another role.
+    pub fn new(service: &str, cmd: &SetupCommand, values: &Values) -> Result<Option<Setup>> {
+        if let Some(role) = &cmd.when_role
+            && !values.roles.contains(role)
+        {
+            return Ok(None);
+        }
+        let argv = cmd
+            .run
+            .iter()
+            .map(|a| render_str(a, values))
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("rendering setup command {} of {service}", cmd.name))?;
+        if argv.iter().any(|a| values.contains_secret(a)) {
+            bail!(
+                "recipe bug: setup command {} of {service} would put a password in argv; use secretEnv",
+                cmd.name
+            );
+        }
+        let secret_env = cmd
+            .secret_env
+            .iter()
+            .map(|(var, pw)| {
+                let value = values.password.get(pw).with_context(|| {
+                    format!(
+                        "setup command {} of {service} needs password {pw}",
+                        cmd.name
+                    )
+                })?;
+                Ok((var.clone(), Secret::new(value.clone())))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Setup {
+            service: service.into(),
+            name: cmd.name.clone(),
+            argv,
+            user: cmd.user.clone(),
+            secret_env,
+            timeout: Duration::from_secs(cmd.timeout),
+            ok_codes: cmd.ok_codes.clone(),
+            attempts: cmd.attempts.max(1),
+        }))
+    }
+
+    fn command(&self) -> Cmd {
+        let (program, args): (String, Vec<String>) = match &self.user {
+            // runuser, not su: su goes through pam_systemd and leaves a user
+            // manager behind.
+            Some(u) => (
+                "runuser".into(),
+                ["-u".to_string(), u.clone(), "--".into()]
+                    .into_iter()
+                    .chain(self.argv.iter().cloned())
+                    .collect(),
+            ),
+            None => (self.argv[0].clone(), self.argv[1..].to_vec()),
+        };
+        let mut cmd = Cmd::new(format!("{} setup: {}", self.service, self.name), program)
+            .args(args)
+            .timeout(self.timeout)
+            .unchecked();
+        for (k, v) in &self.secret_env {
+            cmd = cmd.secret_env(k.clone(), v.clone());
+        }
+        cmd
+    }
+}
+
+impl Step for Setup {
+    fn name(&self) -> String {
+        format!("{}.{}", self.service, self.name)
+    }
+
+    fn describe(&self) -> String {
+        format!("{}: {}", self.service, self.argv.join(" "))
+    }
+
+    fn fingerprint(&self) -> String {
+        digest(self.argv.iter().map(|a| a.as_bytes()))
+    }
+
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let cmd = self.command();
+        for attempt in 1..=self.attempts {
+            let out = ctx.host.runner.run(&cmd)?;
+            let code = out.code.unwrap_or(-1);
+            if code == 0 || self.ok_codes.contains(&code) {
+                return Ok(());
+            }
+            if attempt == self.attempts {
+                let checked = Cmd {
+                    check: true,
+                    ..cmd.clone()
+                };
+                crate::host::command::check_output(&checked, out)?;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        Ok(())
+    }
+}
+
+/// Packaged units a service replaces or does not use: disabled and stopped.
+pub struct DisableUnits {
+    service: String,
+    units: Vec<String>,
+}
+
+impl DisableUnits {
+    pub fn new(s: &ServiceRecipe) -> Option<DisableUnits> {
+        (!s.disable_units.is_empty()).then(|| DisableUnits {
+            service: s.service.clone(),
+            units: s.disable_units.clone(),
+        })
+    }
+}
+
+impl Step for DisableUnits {
+    fn name(&self) -> String {
+        format!("{}.disable-units", self.service)
+    }
+
+    fn describe(&self) -> String {
+        format!("disable {}", self.units.join(", "))
+    }
+
+    fn fingerprint(&self) -> String {
+        digest(self.units.iter().map(|u| u.as_bytes()))
+    }
+
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        for u in &self.units {
+            // Absent units (a package not installed) are fine.
+            ctx.host.runner.run(
+                &Cmd::new(format!("disabling {u}"), "systemctl")
+                    .args(["disable", "--now", "--quiet", u])
+                    .unchecked(),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One unit of a service: enabled and started, and restarted when a file
+/// that names it in `restarts` (or the service's customServiceConfig)
+/// changed since it last started.
+pub struct Unit {
+    service: String,
+    unit: String,
+    config_digest: String,
+}
+
+impl Unit {
+    /// A step per unit of `s`, in start order.
+    pub fn for_service(
+        s: &ServiceRecipe,
+        values: &Values,
+        custom_config: &BTreeMap<String, String>,
+    ) -> Result<Vec<Unit>> {
+        let files = crate::recipes::render_files(s, values)?;
+        let custom = s
+            .custom_config
+            .as_ref()
+            .and_then(|c| custom_config.get(&c.config_key))
+            .cloned()
+            .unwrap_or_default();
+        let certs: Vec<String> = s.certificates.iter().map(|c| c.leaf.clone()).collect();
+        Ok(s.units
+            .iter()
+            .map(|unit| {
+                let parts: Vec<&[u8]> = files
+                    .iter()
+                    .filter(|f| f.restarts.contains(unit))
+                    .flat_map(|f| [f.path.as_bytes(), f.contents.as_bytes()])
+                    .chain([custom.as_bytes()])
+                    .chain(certs.iter().map(|c| c.as_bytes()))
+                    .collect();
+                Unit {
+                    service: s.service.clone(),
+                    unit: unit.clone(),
+                    config_digest: digest(parts),
+                }
+            })
+            .collect())
+    }
+}
+
+impl Step for Unit {
+    fn name(&self) -> String {
+        format!(
+            "{}.unit.{}",
+            self.service,
+            self.unit.trim_end_matches(".service")
+        )
+    }
+
+    fn describe(&self) -> String {
+        format!("enable and start {}", self.unit)
+    }
+
+    fn fingerprint(&self) -> String {
+        self.config_digest.clone()
+    }
+
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        if !ctx.journal.is_done(&self.name(), &self.fingerprint()) {
+            return Ok(false);
+        }
+        let systemd = Systemd::new(ctx.host.runner.as_ref());
+        Ok(systemd.is_active(&self.unit)? && systemd.is_enabled(&self.unit)?)
+    }
+
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let systemd = Systemd::new(ctx.host.runner.as_ref());
+        // A restart is for a unit started before with another
+        // configuration; on the first run, a unit already up (started as
+        // another unit's dependency) read the files written moments ago.
+        let config_changed = ctx.journal.has_run(&self.name())
+            && !ctx.journal.is_done(&self.name(), &self.fingerprint());
+        systemd.daemon_reload()?;
+        systemd.enable(&[&self.unit])?;
+        if systemd.is_active(&self.unit)? {
+            if config_changed {
+                tracing::info!("    restarting {}: its configuration changed", self.unit);
+                systemd.restart(&self.unit)?;
+            }
+        } else {
+            systemd.start(&self.unit)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,172 @@
+//! The values recipes are rendered with on the control plane: its identity,
+//! passwords, worker counts sized to the host, network settings, and how
+//! the standalone host's own compute services reach the control plane
+//! (over loopback: it *is* the control plane).
+
+use super::identity::Identity;
+use crate::config::StandaloneConfig;
+use crate::recipes::Values;
+use crate::secrets::PasswordStore;
+use anyhow::Result;
+use std::path::Path;
+
+/// Facts about the host that recipes depend on.
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    pub cpus: usize,
+    /// `kvm` or `qemu`.
+    pub virt_type: String,
+    /// Running in a container (cgroups are read-only for libvirt).
+    pub container: bool,
+    /// `system` when the kernel has the Open vSwitch module, else `netdev`.
+    pub ovs_datapath: String,
+}
+
+impl HostFacts {
+    /// Read the facts of the host under `root`.
+    pub fn detect(root: &Path) -> HostFacts {
+        let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default();
+        let cpus = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count()
+            .max(1);
+        let hw_virt = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("flags"))
+            .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+        let kvm = hw_virt && root.join("dev/kvm").exists();
+        let release = nix::sys::utsname::uname()
+            .map(|u| u.release().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let ovs_module = root.join("sys/module/openvswitch").exists()
+            || module_file_exists(&root.join("lib/modules").join(&release));
+        HostFacts {
+            cpus,
+            virt_type: if kvm { "kvm" } else { "qemu" }.into(),
+            container: root.join("run/systemd/container").exists(),
+            ovs_datapath: if ovs_module { "system" } else { "netdev" }.into(),
+        }
+    }
+}
+
+/// Whether an `openvswitch.ko*` exists under the kernel's module tree.
+fn module_file_exists(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        if p.is_dir() {
+            module_file_exists(&p)
+        } else {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("openvswitch.ko")
+        }
+    })
+}
+
+/// Where the CA certificate is readable by everyone on every host.
+pub const PUBLIC_CA: &str = "/etc/dcn/ca.crt";
+
+/// The values for the control plane.
+pub fn control_plane_values(
+    config: &StandaloneConfig,
+    id: &Identity,
+    facts: &HostFacts,
+    passwords: &PasswordStore,
+) -> Result<Values> {
+    let mut v = Values::default();
+    let address = id.address.to_string();
+    let set = |m: &mut std::collections::BTreeMap<String, String>, k: &str, val: &str| {
+        m.insert(k.to_string(), val.to_string());
+    };
+    set(&mut v.cp, "hostname", &id.hostname);
+    set(&mut v.cp, "address", &address);
+    set(&mut v.cp, "region", config.control_plane.region.as_str());
+    set(
+        &mut v.cp,
+        "joinPort",
+        &config.control_plane.join_port.0.to_string(),
+    );
+    set(&mut v.cp, "memcached", "127.0.0.1:11211");
+
+    set(&mut v.host, "hostname", &id.hostname);
+    set(&mut v.host, "address", &address);
+    set(&mut v.host, "virtType", &facts.virt_type);
+    set(
+        &mut v.host,
+        "container",
+        if facts.container { "true" } else { "false" },
+    );
+    set(&mut v.host, "ovsDatapath", &facts.ovs_datapath);
+
+    v.roles = config
+        .roles
+        .iter()
+        .map(|r| match r {
+            crate::config::Role::Controller => "controller".to_string(),
+            crate::config::Role::Compute => "compute".to_string(),
+        })
+        .collect();
+
+    let s = &config.services;
+    for (name, w) in [
+        ("keystone", s.keystone.workers),
+        ("placement", s.placement.workers),
+        ("glance", s.glance.workers),
+        ("nova", s.nova.workers),
+        ("neutron", s.neutron.workers),
+    ] {
+        v.workers.insert(name.into(), w.resolve(facts.cpus));
+    }
+
+    let net = &config.network;
+    set(
+        &mut v.network,
+        "encapsulation",
+        match net.encapsulation {
+            crate::config::Encapsulation::Geneve => "geneve",
+            crate::config::Encapsulation::Vxlan => "vxlan",
+        },
+    );
+    let mappings: Vec<String> = net
+        .provider_networks
+        .iter()
+        .map(|p| format!("{}:{}", p.name, p.bridge))
+        .collect();
+    set(&mut v.network, "bridgeMappings", &mappings.join(","));
+    let bridges: Vec<&str> = net
+        .provider_networks
+        .iter()
+        .map(|p| p.bridge.as_str())
+        .collect();
+    set(&mut v.network, "bridges", &bridges.join(" "));
+
+    for name in passwords.names() {
+        v.password
+            .insert(name.to_string(), passwords.get(name)?.expose().to_string());
+    }
+    // The standalone host's own compute services are on the control plane:
+    // loopback, the control plane's messaging user, nova's service user.
+    let rabbit = passwords.get("rabbitmq_controlplane")?.expose();
+    set(
+        &mut v.compute,
+        "transportUrl",
+        &format!("rabbit://openstack:{rabbit}@127.0.0.1:5672/"),
+    );
+    set(&mut v.compute, "rabbitSsl", "false");
+    set(&mut v.compute, "caFile", PUBLIC_CA);
+    set(&mut v.compute, "sbConnection", "tcp:127.0.0.1:6642");
+    set(&mut v.compute, "sbSsl", "false");
+    set(&mut v.compute, "serviceUser", "nova");
+    set(
+        &mut v.compute,
+        "novncproxyUrl",
+        &format!("http://{address}:6080/vnc_auto.html"),
+    );
+    let nova = passwords.get("nova_service")?.expose().to_string();
+    v.password.insert("compute_service".into(), nova);
+    Ok(v)
+}

@@ -1,0 +1,266 @@
+//! The lab end to end: `dcn lab up --edges 0`, then the control plane is
+//! checked from inside its container with the real `openstack` client; a
+//! re-run of `standalone init` changes nothing; a container restart brings
+//! every service back; `dcn lab down` leaves nothing behind.
+//!
+//! It needs root, and minutes: it runs when DCN_LAB_E2E=1 (tests/run.sh sets
+//! it on CI machines) and says it was skipped otherwise.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+fn dcn() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dcn"))
+}
+
+fn enabled() -> bool {
+    if std::env::var("DCN_LAB_E2E").as_deref() != Ok("1") {
+        eprintln!("skipped: set DCN_LAB_E2E=1 (as root) to run the lab end to end");
+        return false;
+    }
+    assert!(nix::unistd::geteuid().is_root(), "DCN_LAB_E2E=1 needs root");
+    true
+}
+
+/// Removes the lab even when an assertion fails.
+struct Lab {
+    dir: PathBuf,
+}
+
+impl Lab {
+    fn up(dir: &Path) -> Lab {
+        let lab = Lab {
+            dir: dir.to_path_buf(),
+        };
+        let status = dcn()
+            .args(["lab", "up", "--edges", "0", "--dir"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        if !status.success() {
+            lab.dump_logs();
+            panic!("dcn lab up failed");
+        }
+        lab
+    }
+
+    /// Run a command in the control plane; its output.
+    fn exec(&self, args: &[&str]) -> Output {
+        dcn()
+            .args(["-q", "lab", "exec", "--dir"])
+            .arg(&self.dir)
+            .arg("cp")
+            .arg("--")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Run a command that must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.exec(args);
+        if !out.status.success() {
+            self.dump_logs();
+            panic!(
+                "`{}` failed: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-f", "json"]);
+        serde_json::from_str(&self.ok(&a)).unwrap()
+    }
+
+    /// On failure: the journal of failed units.
+    fn dump_logs(&self) {
+        let out = self.exec(&["sh", "-c", "systemctl --failed --no-legend; for u in $(systemctl --failed --no-legend --plain | awk '{print $1}'); do journalctl -u $u -n 30 --no-pager; done"]);
+        eprintln!(
+            "--- failed units in cp:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = dcn().args(["lab", "down", "--dir"]).arg(&self.dir).status();
+    }
+}
+
+fn rows_with<'a>(v: &'a Value, key: &str, want: &str) -> Vec<&'a Value> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[key] == want)
+        .collect()
+}
+
+#[test]
+fn lab_control_plane_end_to_end() {
+    if !enabled() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("dcn-lab-e2e-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let lab = Lab::up(dir.path());
+
+    // Identity and the catalog.
+    assert!(
+        !lab.ok(&["openstack", "token", "issue", "-f", "value", "-c", "id"])
+            .trim()
+            .is_empty()
+    );
+    let catalog = lab.json(&["openstack", "catalog", "list"]);
+    for t in ["identity", "placement", "image", "compute", "network"] {
+        assert!(
+            !rows_with(&catalog, "Type", t).is_empty(),
+            "catalog lacks {t}: {catalog}"
+        );
+    }
+
+    // Nova's services and the OVN agents.
+    let services = lab.json(&["openstack", "compute", "service", "list"]);
+    for binary in ["nova-conductor", "nova-scheduler", "nova-compute"] {
+        let rows = rows_with(&services, "Binary", binary);
+        assert!(
+            !rows.is_empty() && rows.iter().all(|r| r["State"] == "up"),
+            "{binary}: {services}"
+        );
+    }
+    let agents = lab.json(&["openstack", "network", "agent", "list"]);
+    for kind in ["OVN Controller agent", "OVN Metadata agent"] {
+        let rows = rows_with(&agents, "Agent Type", kind);
+        assert!(
+            !rows.is_empty() && rows.iter().all(|r| r["Alive"] == true),
+            "{kind}: {agents}"
+        );
+    }
+
+    // A tenant network, an image, and a server on the standalone host's own
+    // nova-compute: a real qemu guest (libvirt runs in the container; the
+    // fake driver is not used).
+    lab.ok(&["openstack", "network", "create", "e2e-net"]);
+    lab.ok(&[
+        "openstack",
+        "subnet",
+        "create",
+        "--network",
+        "e2e-net",
+        "--subnet-range",
+        "192.168.77.0/24",
+        "e2e-subnet",
+    ]);
+    lab.ok(&["truncate", "-s", "16M", "/var/tmp/e2e.img"]);
+    lab.ok(&[
+        "openstack",
+        "image",
+        "create",
+        "--file",
+        "/var/tmp/e2e.img",
+        "--disk-format",
+        "raw",
+        "--container-format",
+        "bare",
+        "e2e-image",
+    ]);
+    let image = lab.json(&["openstack", "image", "show", "e2e-image"]);
+    assert_eq!(image["status"], "active", "{image}");
+    lab.ok(&[
+        "openstack",
+        "flavor",
+        "create",
+        "--ram",
+        "128",
+        "--disk",
+        "1",
+        "--vcpus",
+        "1",
+        "e2e-flavor",
+    ]);
+    let started = Instant::now();
+    lab.ok(&[
+        "openstack",
+        "server",
+        "create",
+        "--flavor",
+        "e2e-flavor",
+        "--image",
+        "e2e-image",
+        "--network",
+        "e2e-net",
+        "--wait",
+        "e2e-server",
+    ]);
+    let server = lab.json(&["openstack", "server", "show", "e2e-server"]);
+    assert_eq!(server["status"], "ACTIVE", "{server}");
+    eprintln!("server ACTIVE in {:.1}s", started.elapsed().as_secs_f64());
+    assert!(lab.ok(&["virsh", "list", "--name"]).contains("instance-"));
+
+    // Re-running init converges: nothing to apply.
+    let started = Instant::now();
+    let again = lab.ok(&[
+        "dcn",
+        "standalone",
+        "init",
+        "--config",
+        "/etc/dcn/site.yaml",
+    ]);
+    assert!(again.contains("Nothing to do"), "{again}");
+    eprintln!("converging re-run: {:.1}s", started.elapsed().as_secs_f64());
+
+    // A restart of the container brings every service back.
+    let out = dcn()
+        .args(["lab", "restart", "--dir"])
+        .arg(dir.path())
+        .arg("cp")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let started = Instant::now();
+    let verify = lab.ok(&[
+        "dcn",
+        "standalone",
+        "init",
+        "--config",
+        "/etc/dcn/site.yaml",
+        "--phase",
+        "verify",
+    ]);
+    assert!(verify.contains("Nothing to do"), "after restart: {verify}");
+    eprintln!(
+        "services back and verified {:.1}s after boot",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Down leaves no namespace, mount or process.
+    drop(lab);
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&netns.stdout).contains("dcnlab-"),
+        "namespaces left"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(dir.path().to_str().unwrap()),
+        "mounts left"
+    );
+    let procs = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&procs.stdout).contains(dir.path().to_str().unwrap()),
+        "processes left"
+    );
+}
