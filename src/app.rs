@@ -21,6 +21,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bundle(cmd) => bundle(cmd),
         Command::Standalone(StandaloneCommand::Init(args)) => standalone_init(args),
         Command::Lab(cmd) => lab(cmd),
+        Command::Status { output } => {
+            let host = crate::host::Host::system("/", false);
+            let status = crate::status::status(&host)?;
+            match output {
+                OutputFormat::Text => println!("{status}"),
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+            }
+            Ok(if status.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Reset { purge, yes } => reset(purge, yes),
         Command::Completions(args) => {
             clap_complete::generate(args.shell, &mut command(), "dcn", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
@@ -153,7 +167,13 @@ fn standalone_init(args: InitArgs) -> Result<ExitCode> {
     if changed.is_empty() {
         println!("Nothing to do: every step was already done; the checks passed.");
     } else {
-        println!("Applied {} step(s).", changed.len());
+        // Name what changed; a first run changes everything, so cap the list.
+        const SHOWN: usize = 12;
+        let mut list = changed[..changed.len().min(SHOWN)].join(", ");
+        if changed.len() > SHOWN {
+            list.push_str(&format!(", and {} more", changed.len() - SHOWN));
+        }
+        println!("Applied {} step(s): {list}", changed.len());
     }
     println!(
         "Control plane {} at {} (roles: {}; {} packages).",
@@ -170,6 +190,11 @@ fn standalone_init(args: InitArgs) -> Result<ExitCode> {
         "  {:<15} {:>7.1}s",
         "total",
         started.elapsed().as_secs_f64()
+    );
+    println!(
+        "CPU time: dcn {:.1}s, the commands it ran {:.1}s",
+        cpu_seconds(false),
+        cpu_seconds(true)
     );
     if let Some(pin) = &report.ca_pin {
         println!("CA pin: {pin}");
@@ -279,4 +304,56 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn reset(purge: bool, yes: bool) -> Result<ExitCode> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            anyhow::bail!(
+                "refusing to reset without confirmation: there is no terminal to ask on; pass --yes"
+            );
+        }
+        eprint!(
+            "This removes the OpenStack services dcn set up here: guests, databases, configuration, secrets and the CA{}.\nType 'yes' to go on: ",
+            if purge { ", and the packages" } else { "" }
+        );
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim() != "yes" {
+            println!("Nothing was changed.");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let host = crate::host::Host::system("/", false);
+    let report = crate::reset::reset(&host, purge)?;
+    println!(
+        "Reset: {} unit(s) stopped, {} database(s) dropped, {} path(s) removed{}.",
+        report.units.len(),
+        report.databases.len(),
+        report.paths.len(),
+        if purge {
+            format!(", {} package(s) purged", report.packages)
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// User + system CPU seconds of this process, or of the children it waited for.
+fn cpu_seconds(children: bool) -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let who = if children {
+        UsageWho::RUSAGE_CHILDREN
+    } else {
+        UsageWho::RUSAGE_SELF
+    };
+    getrusage(who)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or(0.0)
 }

@@ -206,6 +206,10 @@ fn lab_control_plane_end_to_end() {
     eprintln!("server ACTIVE in {:.1}s", started.elapsed().as_secs_f64());
     assert!(lab.ok(&["virsh", "list", "--name"]).contains("instance-"));
 
+    // dcn status sees every unit and health check up.
+    let status = lab.ok(&["dcn", "status"]);
+    assert!(status.contains("all services are up"), "{status}");
+
     // Re-running init converges: nothing to apply.
     let started = Instant::now();
     let again = lab.ok(&[
@@ -245,6 +249,24 @@ fn lab_control_plane_end_to_end() {
         "services back and verified {:.1}s after boot",
         started.elapsed().as_secs_f64()
     );
+
+    // Reset removes guests, databases, units and secrets, and keeps the
+    // operator's config.
+    let reset = lab.ok(&["dcn", "reset", "--yes"]);
+    assert!(reset.contains("database(s) dropped"), "{reset}");
+    let left = lab.exec(&[
+        "sh",
+        "-c",
+        "systemctl is-active nova-api keystone mariadb; ls /var/lib/dcn; virsh list --all --name",
+    ]);
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        !left.contains("\nactive") && !left.starts_with("active"),
+        "units still active: {left}"
+    );
+    assert!(!left.contains("instance-"), "guests left: {left}");
+    lab.ok(&["test", "-f", "/etc/dcn/site.yaml"]);
+    assert!(!lab.exec(&["dcn", "status"]).status.success());
 
     // Down leaves no namespace, mount or process.
     drop(lab);

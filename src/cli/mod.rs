@@ -65,6 +65,20 @@ pub enum Command {
     /// Set up this host as the control plane
     #[command(subcommand)]
     Standalone(StandaloneCommand),
+    /// Show what dcn set up on this host and whether it works
+    Status {
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Remove what dcn set up on this host: guests, databases, units, config, secrets
+    Reset {
+        /// Also purge the packages dcn installed
+        #[arg(long)]
+        purge: bool,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
+    },
     /// A local lab: the control plane and edge hosts as containers on this machine
     #[command(subcommand)]
     Lab(LabCommand),

@@ -11,7 +11,7 @@ mod service;
 pub use files::{CertSource, ConfigFiles};
 pub use health::Health;
 pub use packages::Packages;
-pub use service::{Database, DisableUnits, Setup, Unit};
+pub use service::{Database, DisableUnits, ReloadUnits, Setup, Unit};
 
 use crate::config::types::PackageSource;
 use crate::engine::{Phase, Step};
@@ -71,12 +71,20 @@ impl Plan {
             )?);
         }
         files::check_no_conflicts(&steps)?;
+        let reload = ReloadUnits::new(
+            steps
+                .iter()
+                .flat_map(|s| s.rendered())
+                .map(|f| (f.path.as_str(), f.contents.as_str())),
+        );
+        let mut boxed: Vec<Box<dyn Step>> = steps
+            .into_iter()
+            .map(|s| Box::new(s) as Box<dyn Step>)
+            .collect();
+        boxed.push(Box::new(reload));
         Ok(Phase {
             name: "configure",
-            steps: steps
-                .into_iter()
-                .map(|s| Box::new(s) as Box<dyn Step>)
-                .collect(),
+            steps: boxed,
         })
     }
 

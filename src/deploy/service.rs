@@ -234,7 +234,7 @@ impl Step for DisableUnits {
             // Absent units (a package not installed) are fine.
             ctx.host.runner.run(
                 &Cmd::new(format!("disabling {u}"), "systemctl")
-                    .args(["disable", "--now", "--quiet", u])
+                    .args(["disable", "--now", "--quiet", "--no-reload", u])
                     .unchecked(),
             )?;
         }
@@ -318,7 +318,6 @@ impl Step for Unit {
         // another unit's dependency) read the files written moments ago.
         let config_changed = ctx.journal.has_run(&self.name())
             && !ctx.journal.is_done(&self.name(), &self.fingerprint());
-        systemd.daemon_reload()?;
         systemd.enable(&[&self.unit])?;
         if systemd.is_active(&self.unit)? {
             if config_changed {
@@ -329,5 +328,43 @@ impl Step for Unit {
             systemd.start(&self.unit)?;
         }
         Ok(())
+    }
+}
+
+/// One `systemctl daemon-reload` after the configure phase, when a unit
+/// file dcn writes changed (a reload per unit raced starting daemons).
+pub struct ReloadUnits {
+    unit_files: String,
+}
+
+impl ReloadUnits {
+    /// `files`: (path, contents) of everything the configure phase writes.
+    pub fn new<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> ReloadUnits {
+        let parts: Vec<&[u8]> = files
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("/etc/systemd/"))
+            .flat_map(|(p, c)| [p.as_bytes(), c.as_bytes()])
+            .collect();
+        ReloadUnits {
+            unit_files: digest(parts),
+        }
+    }
+}
+
+impl Step for ReloadUnits {
+    fn name(&self) -> String {
+        "configure.systemd".into()
+    }
+
+    fn describe(&self) -> String {
+        "make systemd read the unit files dcn wrote".into()
+    }
+
+    fn fingerprint(&self) -> String {
+        self.unit_files.clone()
+    }
+
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        Systemd::new(ctx.host.runner.as_ref()).daemon_reload()
     }
 }

@@ -247,6 +247,25 @@ impl Files {
         Ok(Change::Removed)
     }
 
+    /// Remove a file or a whole directory tree if it exists (for `dcn
+    /// reset`; never follows a symlink out of the tree).
+    pub fn remove_all(&self, path: &str) -> Result<Change> {
+        let hp = self.host_path(path)?;
+        let Ok(md) = fs::symlink_metadata(&hp) else {
+            return Ok(Change::Unchanged);
+        };
+        if self.dry_run {
+            self.plan(path, Change::Removed, None, None, true);
+            return Ok(Change::Removed);
+        }
+        if md.is_dir() {
+            fs::remove_dir_all(&hp).with_context(|| format!("removing {path}"))?;
+        } else {
+            fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
+        }
+        Ok(Change::Removed)
+    }
+
     /// Whether `path` exists with exactly `contents` and `spec`'s mode and
     /// owner (so writing it would change nothing).
     pub fn matches(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<bool> {

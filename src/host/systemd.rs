@@ -36,7 +36,10 @@ impl<'a> Systemd<'a> {
         if units.is_empty() {
             return Ok(());
         }
-        let mut args = vec!["enable", "--quiet"];
+        // --no-reload: the symlinks take effect at boot, and dcn starts units
+        // itself; a reload while a daemon is starting can make systemd lose
+        // track of it (ovn-ovsdb-server's PIDFile= names a path never written).
+        let mut args = vec!["enable", "--quiet", "--no-reload"];
         args.extend_from_slice(units);
         self.systemctl(&format!("enabling {}", units.join(", ")), &args)
     }
@@ -46,7 +49,7 @@ impl<'a> Systemd<'a> {
         if units.is_empty() {
             return Ok(());
         }
-        let mut args = vec!["disable", "--now", "--quiet"];
+        let mut args = vec!["disable", "--now", "--quiet", "--no-reload"];
         args.extend_from_slice(units);
         self.systemctl(&format!("disabling {}", units.join(", ")), &args)
     }
@@ -213,7 +216,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             r.command_lines(),
-            vec!["systemctl enable --quiet a.service b.service"]
+            vec!["systemctl enable --quiet --no-reload a.service b.service"]
         );
     }
 }

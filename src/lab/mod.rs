@@ -6,9 +6,10 @@
 //! try-it-on-one-machine path and the end-to-end test rig.
 
 mod container;
+mod memory;
 mod net;
 mod repo;
-mod rootfs;
+pub(crate) mod rootfs;
 mod state;
 
 pub use container::ContainerRunner;
@@ -49,9 +50,12 @@ pub struct UpOptions {
 
 /// Phase timings, written to `DIR/report.json`.
 #[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Report {
     pub phases: Vec<PhaseTime>,
     pub total_seconds: f64,
+    /// The control-plane container's memory once init finished.
+    pub control_plane_memory: Option<memory::MemoryUse>,
 }
 
 #[derive(Debug, Serialize)]
@@ -167,6 +171,15 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             )?;
             Ok(())
         })?;
+        let init = state.host("cp")?.init_pid.unwrap_or_default();
+        let m = memory::measure(init);
+        tracing::info!(
+            "control plane memory: {} processes, RSS {:.2} GB, PSS {:.2} GB",
+            m.processes,
+            m.rss_bytes as f64 / 1e9,
+            m.pss_bytes as f64 / 1e9
+        );
+        timer.report.control_plane_memory = Some(m);
         Ok(())
     })();
     timer.report.total_seconds = timer.started.elapsed().as_secs_f64();

@@ -38,6 +38,10 @@ pub struct ServiceRecipe {
     /// Packaged files that must go (e.g. libvirt's default NAT network).
     #[serde(default)]
     pub remove_files: Vec<String>,
+    /// State that `dcn reset` deletes (databases, keys, images), files or
+    /// whole directories.
+    #[serde(default)]
+    pub reset_paths: Vec<String>,
     /// dcn CA material installed for the service.
     #[serde(default)]
     pub certificates: Vec<CertificateRecipe>,

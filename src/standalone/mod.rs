@@ -129,8 +129,21 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
             certs: Arc::new(controlplane::PkiCerts),
             recipes: recipes.clone(),
         };
+        let record = crate::deployment::Deployment {
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            services: services.clone(),
+            hostname: id.hostname.clone(),
+            address: id.address.to_string(),
+            site: None,
+        };
         let mut rest =
             control_plane_phases(&plan, &recipes, &services, &values, &roles, &id.hostname)?;
+        // The record comes first, so status and reset know a half-done setup.
+        if let Some((_, packages)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Packages) {
+            packages
+                .steps
+                .insert(0, Box::new(crate::deployment::Record(record)));
+        }
         rest.retain(|(n, _)| *n <= opts.until);
         let rest: Vec<Phase> = rest.into_iter().map(|(_, p)| p).collect();
         let mut run = engine::run(&rest, host)?;

@@ -1,0 +1,152 @@
+//! `dcn reset`: undo what `standalone init` (or `join`) did on this host —
+//! guests, databases and messaging users, units, config files, state and
+//! secrets; with `purge`, the packages too. It reads what to undo from the
+//! deployment record and the recipes, so it removes exactly what dcn made.
+
+use crate::deployment::{DEPLOYMENT_FILE, Deployment};
+use crate::host::Host;
+use crate::host::command::Cmd;
+use crate::host::systemd::Systemd;
+use crate::recipes::Recipes;
+use crate::secrets::Secret;
+use anyhow::Result;
+use std::time::Duration;
+
+/// What reset removed.
+#[derive(Debug, Default)]
+pub struct ResetReport {
+    pub units: Vec<String>,
+    pub databases: Vec<String>,
+    pub paths: Vec<String>,
+    pub packages: usize,
+}
+
+/// Reset this host. `purge` also removes the packages.
+pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
+    let mut report = ResetReport::default();
+    let Some(deployment) = Deployment::load(&host.files)? else {
+        // Perhaps only the secrets phase ran.
+        if host.files.remove_all(crate::paths::STATE_DIR)?.changed() {
+            report.paths.push(crate::paths::STATE_DIR.into());
+        }
+        return Ok(report);
+    };
+    let recipes = Recipes::embedded()?;
+    let services: Vec<_> = deployment
+        .services
+        .iter()
+        .filter_map(|s| recipes.services.get(s))
+        .collect();
+    let runner = host.runner.as_ref();
+    let systemd = Systemd::new(runner);
+    // Best effort throughout: a half-installed host must still reset.
+    let run = |cmd: Cmd| {
+        if let Err(e) = runner.run(&cmd.unchecked()) {
+            tracing::warn!("{e:#}");
+        }
+    };
+
+    // Guests first, while libvirt runs.
+    if deployment.services.iter().any(|s| s == "nova-compute")
+        && systemd.is_active("libvirtd.service").unwrap_or(false)
+    {
+        let out = runner.run(
+            &Cmd::new("listing guests", "virsh")
+                .args(["list", "--all", "--name"])
+                .read_only()
+                .unchecked(),
+        )?;
+        for name in out
+            .stdout
+            .lines()
+            .map(str::trim)
+            .filter(|n| n.starts_with("instance-"))
+        {
+            run(Cmd::new(format!("stopping guest {name}"), "virsh").args(["destroy", name]));
+            run(Cmd::new(format!("removing guest {name}"), "virsh")
+                .args(["undefine", "--nvram", name]));
+        }
+    }
+    // Databases and their users, while MariaDB runs.
+    if systemd.is_active("mariadb.service").unwrap_or(false) {
+        let mut sql = String::new();
+        for s in &services {
+            if let Some(db) = &s.database {
+                for name in &db.names {
+                    sql.push_str(&format!("DROP DATABASE IF EXISTS `{name}`;\n"));
+                    report.databases.push(name.clone());
+                }
+                sql.push_str(&format!("DROP USER IF EXISTS '{}'@'127.0.0.1';\n", db.user));
+            }
+        }
+        if !sql.is_empty() {
+            run(Cmd::new("dropping the databases", "mysql")
+                .args(["--user=root", "--batch"])
+                .stdin(Secret::new(sql)));
+        }
+    }
+    // Units, in reverse start order.
+    for s in services.iter().rev() {
+        for u in s.units.iter().rev() {
+            run(Cmd::new(format!("stopping {u}"), "systemctl")
+                .args(["disable", "--now", "--quiet", u])
+                .timeout(Duration::from_secs(120)));
+            report.units.push(u.clone());
+        }
+    }
+    // Files dcn wrote, drop-ins, certificates and the services' state.
+    for s in &services {
+        let mut paths: Vec<String> = s.files.iter().map(|f| f.path.clone()).collect();
+        paths.extend(s.custom_config.iter().map(|c| c.path.clone()));
+        for c in &s.certificates {
+            paths.extend([c.cert.clone(), c.key.clone(), c.ca.clone()]);
+        }
+        paths.extend(s.reset_paths.iter().cloned());
+        for p in paths {
+            if host.files.remove_all(&p)?.changed() {
+                report.paths.push(p);
+            }
+        }
+    }
+    if purge {
+        let mut packages: Vec<String> = services.iter().flat_map(|s| s.packages.clone()).collect();
+        packages.sort();
+        packages.dedup();
+        report.packages = packages.len();
+        runner.run(
+            &Cmd::new("purging the packages", "apt-get")
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .args(["-q", "-y", "purge"])
+                .args(packages)
+                .timeout(Duration::from_secs(1800)),
+        )?;
+        runner.run(
+            &Cmd::new("removing packages nothing needs any more", "apt-get")
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .args(["-q", "-y", "autoremove", "--purge"])
+                .timeout(Duration::from_secs(1800)),
+        )?;
+    }
+    // Files dcn wrote for operators (not theirs, such as a site.yaml next to
+    // them), then dcn's own state (secrets, CA, journal) last.
+    for p in [
+        crate::standalone::finalize::CLOUDS_YAML,
+        crate::standalone::finalize::OPENRC,
+        crate::standalone::values::PUBLIC_CA,
+        crate::standalone::finalize::ROOT_CLOUDS_YAML,
+        crate::host::apt::LOCAL_SOURCE_LIST,
+        crate::paths::STATE_DIR,
+    ] {
+        if host.files.remove_all(p)?.changed() {
+            report.paths.push(p.into());
+        }
+    }
+    // /etc/dcn itself only when nothing of the operator's is left in it.
+    if let Ok(dir) = host.files.host_path(crate::paths::ETC_DIR)
+        && std::fs::remove_dir(&dir).is_ok()
+    {
+        report.paths.push(crate::paths::ETC_DIR.into());
+    }
+    tracing::debug!("removed {DEPLOYMENT_FILE} with the state directory");
+    Ok(report)
+}

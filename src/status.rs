@@ -1,0 +1,165 @@
+//! `dcn status`: what dcn set up on this host and whether it works — each
+//! service's units (state, enabled) and health checks, one attempt each.
+
+use crate::deployment::Deployment;
+use crate::host::Host;
+use crate::host::systemd::Systemd;
+use crate::recipes::{HealthCheck, Recipes, render_str};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub hostname: String,
+    pub roles: Vec<String>,
+    pub site: Option<String>,
+    pub services: Vec<ServiceStatus>,
+    /// Every unit active and every check passing.
+    pub ok: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ServiceStatus {
+    pub service: String,
+    pub units: Vec<UnitStatus>,
+    pub checks: Vec<CheckStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct UnitStatus {
+    pub unit: String,
+    pub active: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CheckStatus {
+    pub check: String,
+    pub ok: bool,
+}
+
+/// The status of this host.
+pub fn status(host: &Host) -> Result<Status> {
+    let deployment = Deployment::load(&host.files)?
+        .context("dcn has set up nothing on this host (no /var/lib/dcn/deployment.json); run `dcn standalone init` or `dcn join`")?;
+    let recipes = Recipes::embedded()?;
+    let systemd = Systemd::new(host.runner.as_ref());
+    let mut values = crate::recipes::Values::default();
+    values
+        .cp
+        .insert("address".into(), deployment.address.clone());
+    let http = crate::tls::http_client(None, Duration::from_secs(5))?;
+    let mut services = Vec::new();
+    let mut ok = true;
+    for name in &deployment.services {
+        let Some(recipe) = recipes.services.get(name) else {
+            continue;
+        };
+        let mut units = Vec::new();
+        for u in &recipe.units {
+            let (active, sub) = systemd.state(u)?;
+            let enabled = systemd.is_enabled(u)?;
+            ok &= active == "active" && enabled;
+            units.push(UnitStatus {
+                unit: u.clone(),
+                active: format!("{active} ({sub})"),
+                enabled,
+            });
+        }
+        let mut checks = Vec::new();
+        for c in &recipe.health {
+            let (label, passed) = match c {
+                HealthCheck::Tcp { host: h, port } => {
+                    let h = render_str(h, &values).unwrap_or_else(|_| h.clone());
+                    let up = (h.as_str(), *port)
+                        .to_socket_addrs()
+                        .ok()
+                        .and_then(|mut a| a.next())
+                        .is_some_and(|a| {
+                            TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()
+                        });
+                    (format!("TCP {h}:{port}"), up)
+                }
+                HealthCheck::Http { url } => {
+                    let url = render_str(url, &values).unwrap_or_else(|_| url.clone());
+                    let up = http
+                        .get(&url)
+                        .send()
+                        .is_ok_and(|r| r.status().as_u16() < 500);
+                    (format!("GET {url}"), up)
+                }
+                // Commands and unit checks are covered by the unit states.
+                _ => continue,
+            };
+            ok &= passed;
+            checks.push(CheckStatus {
+                check: label,
+                ok: passed,
+            });
+        }
+        services.push(ServiceStatus {
+            service: name.clone(),
+            units,
+            checks,
+        });
+    }
+    Ok(Status {
+        hostname: deployment.hostname,
+        roles: deployment.roles,
+        site: deployment.site,
+        services,
+        ok,
+    })
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "host {} (roles: {}{})",
+            self.hostname,
+            self.roles.join(", "),
+            self.site
+                .as_ref()
+                .map(|s| format!("; site {s}"))
+                .unwrap_or_default()
+        )?;
+        for s in &self.services {
+            for u in &s.units {
+                let mark = if u.active.starts_with("active") && u.enabled {
+                    "ok  "
+                } else {
+                    "FAIL"
+                };
+                writeln!(
+                    f,
+                    "  [{mark}] {:<20} {:<40} {}{}",
+                    s.service,
+                    u.unit,
+                    u.active,
+                    if u.enabled { "" } else { ", not enabled" }
+                )?;
+            }
+            for c in &s.checks {
+                writeln!(
+                    f,
+                    "  [{}] {:<20} {}",
+                    if c.ok { "ok  " } else { "FAIL" },
+                    s.service,
+                    c.check
+                )?;
+            }
+        }
+        write!(
+            f,
+            "{}",
+            if self.ok {
+                "all services are up"
+            } else {
+                "some services are down: see `journalctl -u <unit>`"
+            }
+        )
+    }
+}
