@@ -3,9 +3,11 @@
 //! fields, wrong types and bad values are errors that name the file, line and
 //! field path.
 
+pub mod node;
 mod standalone;
 pub mod types;
 
+pub use node::{NodeConfig, load_node, parse_node};
 pub use standalone::*;
 
 use serde::de::DeserializeOwned;

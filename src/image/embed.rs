@@ -1,0 +1,309 @@
+//! `dcn image embed` and `dcn image show`: write a node's payload into the
+//! ISO's payload area, found through the ISO 9660 directory, or read it
+//! back. In place, the work is a few directory reads and one write of the
+//! area, whatever the size of the ISO.
+
+use super::payload::{self, Payload};
+use super::{PAYLOAD_PATH, iso9660};
+use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle};
+use crate::config::NodeConfig;
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where the payload goes.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// Into the given ISO itself.
+    InPlace,
+    /// Into a copy written to this path.
+    Copy(PathBuf),
+}
+
+/// What an embed did.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbedReport {
+    pub iso: PathBuf,
+    pub hostname: String,
+    pub site: String,
+    pub payload_bytes: u64,
+    pub area_bytes: u64,
+    /// Time to find the area and write it (the copy, if any, excluded).
+    pub write_seconds: f64,
+}
+
+/// Verify the bundle and the node config, then write both into the ISO.
+pub fn embed(
+    iso: &Path,
+    bundle_file: &Path,
+    node_file: &Path,
+    dest: &Destination,
+) -> Result<EmbedReport> {
+    let node_yaml = std::fs::read_to_string(node_file)
+        .with_context(|| format!("cannot read node config {}", node_file.display()))?;
+    let node = crate::config::parse_node(&node_yaml, &node_file.display().to_string())?;
+    let bundle = std::fs::read(bundle_file).with_context(|| {
+        format!(
+            "cannot read the bundle {}; check the path",
+            bundle_file.display()
+        )
+    })?;
+    let verified = verify_bundle(&bundle, &node, true).with_context(|| {
+        format!(
+            "refusing to embed {}: it does not verify",
+            bundle_file.display()
+        )
+    })?;
+    let target = match dest {
+        Destination::InPlace => iso.to_path_buf(),
+        Destination::Copy(out) => {
+            copy_iso(iso, out)?;
+            out.clone()
+        }
+    };
+    let started = Instant::now();
+    let result = write_payload(&target, &bundle, &node_yaml);
+    if result.is_err()
+        && let Destination::Copy(out) = dest
+    {
+        let _ = std::fs::remove_file(out);
+    }
+    let (payload_bytes, area_bytes) = result?;
+    Ok(EmbedReport {
+        iso: target,
+        hostname: node.hostname.to_string(),
+        site: verified.manifest.site.to_string(),
+        payload_bytes,
+        area_bytes,
+        write_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Check a bundle as embed and install do: format, integrity, signature,
+/// the node's CA pin when it has one, and (when `check_expiry`) expiry.
+pub fn verify_bundle(
+    bytes: &[u8],
+    node: &NodeConfig,
+    check_expiry: bool,
+) -> Result<VerifiedBundle> {
+    let opts = ReadOptions {
+        check_expiry,
+        ..ReadOptions::new().with_pin(node.join.ca_pin.as_ref().map(|p| p.pin()))
+    };
+    Ok(read_bundle(bytes, &opts)?)
+}
+
+fn copy_iso(iso: &Path, out: &Path) -> Result<()> {
+    if out.exists() && same_file(iso, out) {
+        bail!(
+            "--output {} is the input ISO; use --in-place to write into it",
+            out.display()
+        );
+    }
+    let partial = out.with_extension("partial");
+    // copy_file_range under the hood: a reflink or in-kernel copy where the
+    // filesystem can.
+    std::fs::copy(iso, &partial)
+        .with_context(|| format!("copying {} to {}", iso.display(), partial.display()))?;
+    std::fs::rename(&partial, out).with_context(|| format!("writing {}", out.display()))?;
+    Ok(())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Find the area in `iso` and write the payload into it.
+fn write_payload(iso: &Path, bundle: &[u8], node_yaml: &str) -> Result<(u64, u64)> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(iso)
+        .with_context(|| format!("cannot open {} for writing", iso.display()))?;
+    let extent = find_area(&mut f, iso)?;
+    let bytes = payload::encode(bundle, node_yaml, extent.length)?;
+    // O(payload): write the new payload and zero what an earlier one used
+    // behind it; the rest of the area is zero already.
+    let mut header = [0u8; payload::HEADER_LEN];
+    f.seek(SeekFrom::Start(extent.offset))?;
+    f.read_exact(&mut header)?;
+    let new_len = (payload::HEADER_LEN + bundle.len() + node_yaml.len()) as u64;
+    let span = new_len.max(payload::used_len(&header, extent.length)) as usize;
+    f.seek(SeekFrom::Start(extent.offset))?;
+    f.write_all(&bytes[..span])
+        .with_context(|| format!("writing the payload into {}", iso.display()))?;
+    f.sync_data()
+        .with_context(|| format!("flushing {} to disk", iso.display()))?;
+    Ok((
+        (payload::HEADER_LEN + bundle.len() + node_yaml.len()) as u64,
+        extent.length,
+    ))
+}
+
+fn find_area<R: Read + Seek>(image: &mut R, iso: &Path) -> Result<iso9660::Extent> {
+    let extent = iso9660::find_file(image, PAYLOAD_PATH)
+        .with_context(|| format!("reading {}", iso.display()))?
+        .with_context(|| {
+            format!(
+                "{} has no payload area ({PAYLOAD_PATH}): it was not built by `dcn image build`; build the edge ISO with `dcn image build -o dcn-edge.iso`",
+                iso.display()
+            )
+        })?;
+    if extent.length < payload::HEADER_LEN as u64 {
+        bail!(
+            "the payload area of {} is only {} bytes; build the ISO again with `dcn image build`",
+            iso.display(),
+            extent.length
+        );
+    }
+    Ok(extent)
+}
+
+/// Read the payload out of an ISO file or a device holding one.
+pub fn read_payload(iso: &Path) -> Result<Payload> {
+    let mut f = File::open(iso).with_context(|| format!("cannot open {}", iso.display()))?;
+    let extent = find_area(&mut f, iso)?;
+    let mut area = vec![0u8; extent.length as usize];
+    f.seek(SeekFrom::Start(extent.offset))?;
+    f.read_exact(&mut area)
+        .with_context(|| format!("reading the payload area of {}", iso.display()))?;
+    Ok(payload::decode(&area)?)
+}
+
+/// Decode a payload area read from a file (the mounted medium).
+pub fn read_payload_file(area_file: &Path) -> Result<Payload> {
+    let area = std::fs::read(area_file)
+        .with_context(|| format!("cannot read the payload area {}", area_file.display()))?;
+    Ok(payload::decode(&area)?)
+}
+
+/// What `dcn image show` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Shown {
+    pub node: NodeConfig,
+    pub my_ip: Option<String>,
+    pub bundle: crate::bundle::Inspection,
+    pub payload_bytes: u64,
+}
+
+/// The payload of `iso`, parsed; the bundle's token redacted.
+pub fn show(iso: &Path) -> Result<Shown> {
+    let p = read_payload(iso)?;
+    parse_payload(&p)
+}
+
+/// Parse and verify a payload's parts (an expired bundle is shown, marked).
+pub fn parse_payload(p: &Payload) -> Result<Shown> {
+    let node = crate::config::parse_node(&p.node_yaml, "the embedded node config")?;
+    let bundle = verify_bundle(&p.bundle, &node, false).context("the embedded bundle")?;
+    Ok(Shown {
+        my_ip: node.my_ip().map(|i| i.to_string()),
+        payload_bytes: (payload::HEADER_LEN + p.bundle.len() + p.node_yaml.len()) as u64,
+        bundle: bundle.inspect(),
+        node,
+    })
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = &self.node;
+        writeln!(
+            f,
+            "Node {} ({} bytes of payload)",
+            n.hostname, self.payload_bytes
+        )?;
+        let d = &n.disk;
+        match &d.device {
+            Some(dev) => write!(f, "  Disk:            {dev}")?,
+            None => write!(
+                f,
+                "  Disk:            {:?} non-removable disk of at least {} GiB",
+                d.select, d.min_size_gib
+            )?,
+        }
+        writeln!(
+            f,
+            "{}",
+            if d.wipe {
+                " (wipe: erases existing partitions)"
+            } else {
+                ""
+            }
+        )?;
+        for i in &n.interfaces {
+            let which = match (&i.name, &i.mac) {
+                (Some(name), _) => format!("name {name}"),
+                (_, Some(mac)) => format!("MAC {mac}"),
+                _ => "?".into(),
+            };
+            let addrs: Vec<String> = i.addresses.iter().map(|a| a.to_string()).collect();
+            write!(f, "  Interface:       {which}: {}", addrs.join(", "))?;
+            if let Some(gw) = i.gateway {
+                write!(f, ", gateway {gw}")?;
+            }
+            for r in &i.routes {
+                write!(f, ", route {} via {}", String::from(r.to), r.via)?;
+            }
+            writeln!(f)?;
+        }
+        let list = |v: Vec<String>| {
+            if v.is_empty() {
+                "(none)".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        writeln!(
+            f,
+            "  DNS:             {}",
+            list(n.dns_servers.iter().map(|s| s.to_string()).collect())
+        )?;
+        writeln!(
+            f,
+            "  NTP:             {}",
+            list(n.ntp_servers.iter().map(|s| s.to_string()).collect())
+        )?;
+        writeln!(
+            f,
+            "  Root SSH key:    {}",
+            n.root_ssh_key
+                .as_ref()
+                .map(|k| k.to_string())
+                .unwrap_or_else(|| "(none)".into())
+        )?;
+        writeln!(
+            f,
+            "  Join:            my IP {}, CA pin {}, {} per attempt",
+            self.my_ip.as_deref().unwrap_or("(none)"),
+            n.join
+                .ca_pin
+                .as_ref()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "(not pinned)".into()),
+            String::from(n.join.timeout)
+        )?;
+        write!(f, "{}", self.bundle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::image::payload::PayloadError;
+
+    #[test]
+    fn payload_error_is_typed_through_anyhow() {
+        let e: anyhow::Error = PayloadError::Empty.into();
+        assert!(matches!(
+            e.downcast_ref::<PayloadError>(),
+            Some(PayloadError::Empty)
+        ));
+    }
+}
