@@ -21,6 +21,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bundle(cmd) => bundle(cmd),
         Command::Standalone(StandaloneCommand::Init(args)) => standalone_init(args),
         Command::Lab(cmd) => lab(cmd),
+        Command::Join(args) => join(args),
+        Command::Serve => {
+            crate::serve::run(crate::host::Host::system("/", false))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Site(cmd) => site(cmd),
+        Command::Node(cmd) => node(cmd),
+        Command::Bmc(cmd) => crate::bmc::run(cmd),
+        Command::Image(cmd) => crate::image::run(cmd),
+        Command::Install(args) => crate::image::install(args),
         Command::Status { output } => {
             let host = crate::host::Host::system("/", false);
             let status = crate::status::status(&host)?;
@@ -88,6 +98,45 @@ fn preflight(args: PreflightArgs) -> Result<ExitCode> {
 fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
     use crate::bundle::{ReadOptions, read_bundle_file};
     match cmd {
+        BundleCommand::Export {
+            site,
+            ttl,
+            max_uses,
+            output,
+        } => {
+            let host = crate::host::Host::system("/", false);
+            let e = crate::sites::export::export(
+                &host,
+                &crate::sites::export::ExportOptions {
+                    site: site.clone(),
+                    ttl,
+                    max_uses,
+                    output,
+                },
+            )?;
+            if e.site_created {
+                println!(
+                    "Created site {site}: availability zone and host aggregate {site}, with its own credentials."
+                );
+            }
+            let left = crate::timefmt::rough(
+                e.not_after
+                    .duration_since(std::time::SystemTime::now())
+                    .unwrap_or_default(),
+            );
+            println!(
+                "Wrote {} (0600): for {} host(s), valid for {left}. It is a secret: copy it to the edge host over a trusted channel.",
+                e.path.display(),
+                e.max_uses
+            );
+            println!("CA pin: {}", e.pin);
+            println!(
+                "On the edge host: dcn join {} --ca-pin {}",
+                e.path.display(),
+                e.pin
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         BundleCommand::Inspect { file, output } => {
             // Inspect shows an expired bundle (marked expired) rather than
             // refusing it; every other check still applies.
@@ -243,6 +292,7 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
                 dir: args.dir.dir.clone(),
                 cache: args.cache,
                 edges: args.edges,
+                spare: args.spare,
                 dcn_binary,
                 config: args.config,
             })?;
@@ -356,4 +406,119 @@ fn cpu_seconds(children: bool) -> f64 {
             t(u.user_time()) + t(u.system_time())
         })
         .unwrap_or(0.0)
+}
+
+fn join(args: JoinArgs) -> Result<ExitCode> {
+    let ca_pin = args
+        .ca_pin
+        .as_deref()
+        .map(str::parse::<crate::pki::Pin>)
+        .transpose()
+        .context("--ca-pin")?;
+    let host = crate::host::Host::system("/", false);
+    let started = std::time::Instant::now();
+    let report = crate::join::join(
+        &host,
+        &crate::join::JoinOptions {
+            bundle: args.bundle,
+            ca_pin,
+            hostname: args.hostname,
+            my_ip: args.my_ip,
+            timeout: args.timeout,
+            packages: args.packages,
+            ignore_preflight: crate::preflight::parse_ignore(&args.ignore_preflight_errors)?,
+        },
+    )?;
+    println!(
+        "{} ({}) {} site {}: its nova-compute is up, in availability zone {}, and in placement.",
+        report.hostname,
+        report.address,
+        if report.rejoined {
+            "is still a node of"
+        } else {
+            "joined"
+        },
+        report.site,
+        report.site
+    );
+    println!("Time per step:");
+    for (step, took) in &report.steps {
+        println!("  {step:<46} {:>7.1}s", took.as_secs_f64());
+    }
+    println!(
+        "  {:<46} {:>7.1}s",
+        "total",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn site(cmd: SiteCommand) -> Result<ExitCode> {
+    let host = crate::host::Host::system("/", false);
+    match cmd {
+        SiteCommand::List { output } => {
+            let sites = crate::sites::admin::list_sites(&host)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&sites)?),
+                OutputFormat::Text => {
+                    println!("{:<16} {:<9} {:<7} NODES", "SITE", "STATE", "TOKENS");
+                    for s in sites {
+                        println!(
+                            "{:<16} {:<9} {:<7} {}",
+                            s.site.name,
+                            if s.site.revoked_at.is_some() {
+                                "revoked"
+                            } else {
+                                "active"
+                            },
+                            s.tokens,
+                            s.nodes.join(", ")
+                        );
+                    }
+                }
+            }
+        }
+        SiteCommand::Revoke { site } => {
+            crate::sites::admin::revoke_site(&host, site.as_str())?;
+            println!(
+                "Site {site} revoked: its RabbitMQ and keystone users and its tokens are gone; its hosts can no longer reach the control plane. `dcn bundle export --site {site}` re-admits it with new credentials."
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn node(cmd: NodeCommand) -> Result<ExitCode> {
+    let host = crate::host::Host::system("/", false);
+    match cmd {
+        NodeCommand::List { output } => {
+            let nodes = crate::sites::admin::list_nodes(&host)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
+                OutputFormat::Text => {
+                    println!(
+                        "{:<20} {:<12} {:<15} {:<8} JOINED",
+                        "HOST", "SITE", "ADDRESS", "STATE"
+                    );
+                    for n in nodes {
+                        println!(
+                            "{:<20} {:<12} {:<15} {:<8} {}",
+                            n.hostname,
+                            n.site,
+                            n.address,
+                            format!("{:?}", n.state).to_lowercase(),
+                            n.joined_at
+                        );
+                    }
+                }
+            }
+        }
+        NodeCommand::Remove { hostname } => {
+            crate::sites::admin::remove_node(&host, &hostname)?;
+            println!(
+                "Removed {hostname}: its compute service, resource provider and aggregate membership are gone."
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

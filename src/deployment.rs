@@ -67,3 +67,38 @@ impl Step for Record {
         Ok(())
     }
 }
+
+/// The control plane's effective config, saved by init for later commands
+/// (`bundle export` needs the region, join port and edge settings).
+pub const CONFIG_FILE: &str = "/var/lib/dcn/config.yaml";
+
+/// The step that saves it.
+pub struct SaveConfig(pub String);
+
+impl Step for SaveConfig {
+    fn name(&self) -> String {
+        "record.config".into()
+    }
+    fn describe(&self) -> String {
+        format!("save the effective config to {CONFIG_FILE}")
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        ctx.host
+            .files
+            .matches(CONFIG_FILE, self.0.as_bytes(), &FileSpec::secret())
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        ctx.host
+            .files
+            .write(CONFIG_FILE, self.0.as_bytes(), &FileSpec::secret())?;
+        Ok(())
+    }
+}
+
+/// The saved control-plane config, or an error saying init has not run.
+pub fn saved_config(files: &Files) -> Result<crate::config::StandaloneConfig> {
+    let text = files.read_string(CONFIG_FILE)?.with_context(|| {
+        format!("{CONFIG_FILE} is missing: run `dcn standalone init` on this host first")
+    })?;
+    Ok(crate::config::parse_standalone(&text, CONFIG_FILE)?)
+}

@@ -9,6 +9,7 @@
 //! a temporary root directory and a recording command runner.
 
 pub mod app;
+pub mod bmc;
 pub mod bundle;
 pub mod cli;
 pub mod config;
@@ -16,7 +17,9 @@ pub mod deploy;
 pub mod deployment;
 pub mod engine;
 pub mod host;
+pub mod image;
 pub mod ini;
+pub mod join;
 pub mod lab;
 pub mod logging;
 pub mod openstack;
@@ -26,6 +29,8 @@ pub mod preflight;
 pub mod recipes;
 pub mod reset;
 pub mod secrets;
+pub mod serve;
+pub mod sites;
 pub mod standalone;
 pub mod status;
 pub mod timefmt;

@@ -5,13 +5,15 @@ use crate::deployment::Deployment;
 use crate::host::Host;
 use crate::host::systemd::Systemd;
 use crate::recipes::{HealthCheck, Recipes, render_str};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 #[derive(Debug, Serialize)]
 pub struct Status {
+    /// On hosts installed from the edge ISO: the first-boot join's state.
+    pub first_boot: Option<FirstBoot>,
     pub hostname: String,
     pub roles: Vec<String>,
     pub site: Option<String>,
@@ -40,12 +42,65 @@ pub struct CheckStatus {
     pub ok: bool,
 }
 
+/// The first-boot join of a host installed from the edge ISO.
+#[derive(Debug, Serialize)]
+pub struct FirstBoot {
+    /// `joined`, `joining` or `failed`.
+    pub state: String,
+    pub detail: String,
+}
+
+fn first_boot(host: &Host, systemd: &Systemd) -> Result<Option<FirstBoot>> {
+    if !host.files.exists(crate::image::firstboot::UNIT)? {
+        return Ok(None);
+    }
+    if host.files.exists("/var/lib/dcn/firstboot.done")? {
+        return Ok(Some(FirstBoot {
+            state: "joined".into(),
+            detail: "the first-boot join finished".into(),
+        }));
+    }
+    let unit = crate::image::firstboot::UNIT_NAME;
+    let (active, sub) = systemd.state(unit)?;
+    let (state, detail) = match active.as_str() {
+        "failed" => (
+            "failed",
+            format!("{unit} failed; see `journalctl -u {unit}`"),
+        ),
+        _ => (
+            "joining",
+            format!(
+                "{unit} is {active} ({sub}): `dcn join` is running or retrying; see `journalctl -u {unit}`"
+            ),
+        ),
+    };
+    Ok(Some(FirstBoot {
+        state: state.into(),
+        detail,
+    }))
+}
+
 /// The status of this host.
 pub fn status(host: &Host) -> Result<Status> {
-    let deployment = Deployment::load(&host.files)?
-        .context("dcn has set up nothing on this host (no /var/lib/dcn/deployment.json); run `dcn standalone init` or `dcn join`")?;
-    let recipes = Recipes::embedded()?;
     let systemd = Systemd::new(host.runner.as_ref());
+    let first_boot = first_boot(host, &systemd)?;
+    let Some(deployment) = Deployment::load(&host.files)? else {
+        if let Some(fb) = first_boot {
+            // Installed from the ISO; the join has not deployed anything yet.
+            return Ok(Status {
+                first_boot: Some(fb),
+                hostname: nix::unistd::gethostname()?.to_string_lossy().into_owned(),
+                roles: vec!["edge".into()],
+                site: None,
+                services: Vec::new(),
+                ok: false,
+            });
+        }
+        anyhow::bail!(
+            "dcn has set up nothing on this host (no /var/lib/dcn/deployment.json); run `dcn standalone init` or `dcn join`"
+        );
+    };
+    let recipes = Recipes::embedded()?;
     let mut values = crate::recipes::Values::default();
     values
         .cp
@@ -105,7 +160,9 @@ pub fn status(host: &Host) -> Result<Status> {
             checks,
         });
     }
+    let ok = ok && first_boot.as_ref().is_none_or(|f| f.state == "joined");
     Ok(Status {
+        first_boot,
         hostname: deployment.hostname,
         roles: deployment.roles,
         site: deployment.site,
@@ -126,6 +183,9 @@ impl std::fmt::Display for Status {
                 .map(|s| format!("; site {s}"))
                 .unwrap_or_default()
         )?;
+        if let Some(fb) = &self.first_boot {
+            writeln!(f, "  first-boot join: {} ({})", fb.state, fb.detail)?;
+        }
         for s in &self.services {
             for u in &s.units {
                 let mark = if u.active.starts_with("active") && u.enabled {

@@ -6,102 +6,10 @@
 //! It needs root, and minutes: it runs when DCN_LAB_E2E=1 (tests/run.sh sets
 //! it on CI machines) and says it was skipped otherwise.
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::*;
 use std::time::Instant;
-
-fn dcn() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_dcn"))
-}
-
-fn enabled() -> bool {
-    if std::env::var("DCN_LAB_E2E").as_deref() != Ok("1") {
-        eprintln!("skipped: set DCN_LAB_E2E=1 (as root) to run the lab end to end");
-        return false;
-    }
-    assert!(nix::unistd::geteuid().is_root(), "DCN_LAB_E2E=1 needs root");
-    true
-}
-
-/// Removes the lab even when an assertion fails.
-struct Lab {
-    dir: PathBuf,
-}
-
-impl Lab {
-    fn up(dir: &Path) -> Lab {
-        let lab = Lab {
-            dir: dir.to_path_buf(),
-        };
-        let status = dcn()
-            .args(["lab", "up", "--edges", "0", "--dir"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        if !status.success() {
-            lab.dump_logs();
-            panic!("dcn lab up failed");
-        }
-        lab
-    }
-
-    /// Run a command in the control plane; its output.
-    fn exec(&self, args: &[&str]) -> Output {
-        dcn()
-            .args(["-q", "lab", "exec", "--dir"])
-            .arg(&self.dir)
-            .arg("cp")
-            .arg("--")
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    /// Run a command that must succeed; its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.exec(args);
-        if !out.status.success() {
-            self.dump_logs();
-            panic!(
-                "`{}` failed: {}{}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-f", "json"]);
-        serde_json::from_str(&self.ok(&a)).unwrap()
-    }
-
-    /// On failure: the journal of failed units.
-    fn dump_logs(&self) {
-        let out = self.exec(&["sh", "-c", "systemctl --failed --no-legend; for u in $(systemctl --failed --no-legend --plain | awk '{print $1}'); do journalctl -u $u -n 30 --no-pager; done"]);
-        eprintln!(
-            "--- failed units in cp:\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = dcn().args(["lab", "down", "--dir"]).arg(&self.dir).status();
-    }
-}
-
-fn rows_with<'a>(v: &'a Value, key: &str, want: &str) -> Vec<&'a Value> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r[key] == want)
-        .collect()
-}
 
 #[test]
 fn lab_control_plane_end_to_end() {
@@ -112,7 +20,7 @@ fn lab_control_plane_end_to_end() {
         .prefix("dcn-lab-e2e-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let lab = Lab::up(dir.path());
+    let lab = Lab::up(dir.path(), &["--edges", "0"]);
 
     // Identity and the catalog.
     assert!(
@@ -270,19 +178,5 @@ fn lab_control_plane_end_to_end() {
 
     // Down leaves no namespace, mount or process.
     drop(lab);
-    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    assert!(
-        !String::from_utf8_lossy(&netns.stdout).contains("dcnlab-"),
-        "namespaces left"
-    );
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    assert!(
-        !mounts.contains(dir.path().to_str().unwrap()),
-        "mounts left"
-    );
-    let procs = Command::new("ps").args(["-eo", "args"]).output().unwrap();
-    assert!(
-        !String::from_utf8_lossy(&procs.stdout).contains(dir.path().to_str().unwrap()),
-        "processes left"
-    );
+    assert_nothing_left(dir.path());
 }

@@ -8,7 +8,11 @@
 # binary (linkage, size, no OpenSSL), man pages in sync (part of cargo test),
 # and, as root with CI=true or DCN_LAB_E2E=1, the lab end to end: a real
 # control plane in a systemd-nspawn container (about 10 minutes once the
-# download cache in /var/cache/dcn-lab is warm).
+# download cache in /var/cache/dcn-lab is warm); and, as root when images/
+# or src/image/ changed in the last commit (or with DCN_IMAGE_E2E=1), the
+# edge ISO end to end under qemu: build, embed, install, first boot (about
+# 20 minutes with a cold /var/cache/dcn-image, 12 with a warm one).
+# DCN_IMAGE_E2E=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +35,13 @@ prerequisites() {
     local missing=()
     command -v openssl >/dev/null || missing+=(openssl)
     command -v file >/dev/null || missing+=(file)
+    # The BMC tests run the Redfish emulator (sushy-tools) from a virtualenv.
+    command -v python3 >/dev/null || missing+=(python3)
+    python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
     if ((${#missing[@]})); then
         if [[ $(id -u) == 0 ]]; then
+            # A fresh machine may have no package lists yet.
+            apt-get -o DPkg::Lock::Timeout=600 update -qq
             DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"
         else
             echo "missing tools: ${missing[*]} (install them, or run as root to have them installed)" >&2
@@ -59,6 +68,34 @@ static_binary() {
     fi
 }
 
+# The edge ISO end to end runs when the image code changed in the last
+# commit, or when asked for.
+image_e2e_wanted() {
+    [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
+    [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0
+    [[ ${CI:-} == true ]] || return 1
+    git rev-parse -q --verify HEAD~1 >/dev/null || return 0
+    ! git diff --quiet HEAD~1 HEAD -- images src/image tests/image_e2e.rs
+}
+
+# Tools of the image build and qemu. Debian 12's qemu-system-x86 (7.2)
+# needs the matching qemu-utils; this machine may have a newer one from
+# backports, so install the bookworm versions together (a downgrade).
+image_prerequisites() {
+    local missing=()
+    for t in debootstrap mksquashfs xorriso grub-mkrescue mformat qemu-system-x86_64; do
+        command -v "$t" >/dev/null || missing+=("$t")
+    done
+    [[ -d /usr/lib/grub/i386-pc && -d /usr/lib/grub/x86_64-efi ]] || missing+=(grub)
+    if ((${#missing[@]})) || ! qemu-img --version | grep -q 'version 7\.2'; then
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y \
+            --no-install-recommends --allow-downgrades \
+            debootstrap squashfs-tools xorriso grub-pc-bin grub-efi-amd64-bin grub-common \
+            mtools dosfstools fdisk qemu-system-x86 qemu-utils/bookworm \
+            qemu-system-common/bookworm qemu-system-data/bookworm
+    fi
+}
+
 stage prerequisites prerequisites
 stage fmt cargo fmt --check
 stage clippy cargo clippy --locked --all-targets -- -D warnings
@@ -69,5 +106,12 @@ if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
     stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e -- --nocapture
 else
     echo "==> lab-e2e skipped (needs root, and CI=true or DCN_LAB_E2E=1)"
+fi
+if [[ $(id -u) == 0 ]] && image_e2e_wanted; then
+    stage image-prerequisites image_prerequisites
+    stage image-e2e env DCN_IMAGE_E2E=1 DCN_IMAGE_DCN_BINARY="$PWD/$BIN" \
+        timeout 3000 cargo test --locked --test image_e2e -- --nocapture
+else
+    echo "==> image-e2e skipped (needs root, and a change under images/ or src/image/, or DCN_IMAGE_E2E=1)"
 fi
 echo "all tests passed"

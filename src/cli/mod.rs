@@ -1,6 +1,8 @@
 //! The command line, as clap definitions and nothing else. [`crate::app`]
 //! turns a parsed [`Cli`] into one library call per subcommand.
 
+pub mod bmc;
+pub mod image;
 pub mod man;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -65,6 +67,16 @@ pub enum Command {
     /// Set up this host as the control plane
     #[command(subcommand)]
     Standalone(StandaloneCommand),
+    /// Join this host to a control plane as an edge compute node
+    Join(JoinArgs),
+    /// Run the join service for edge hosts (the dcn-join unit runs it)
+    Serve,
+    /// Manage edge sites on the control plane
+    #[command(subcommand)]
+    Site(SiteCommand),
+    /// Manage joined edge hosts on the control plane
+    #[command(subcommand)]
+    Node(NodeCommand),
     /// Show what dcn set up on this host and whether it works
     Status {
         #[arg(long, value_enum, default_value_t)]
@@ -82,6 +94,14 @@ pub enum Command {
     /// A local lab: the control plane and edge hosts as containers on this machine
     #[command(subcommand)]
     Lab(LabCommand),
+    /// Drive a server's BMC over Redfish: virtual media, boot override, power
+    #[command(subcommand)]
+    Bmc(bmc::BmcCommand),
+    /// Build and customise the edge boot ISO
+    #[command(subcommand)]
+    Image(image::ImageCommand),
+    /// Install the edge OS to disk (runs inside the edge ISO)
+    Install(image::InstallArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// Write the man pages (one per subcommand) into a directory
@@ -133,6 +153,21 @@ pub struct PreflightArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum BundleCommand {
+    /// Write a join bundle for an edge site (creating the site if new)
+    Export {
+        /// The edge site: its availability zone and host aggregate
+        #[arg(long)]
+        site: crate::config::types::SiteName,
+        /// How long the bundle and its token stay valid, e.g. 2h, 7d (default: the config's bundle.ttl)
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        ttl: Option<std::time::Duration>,
+        /// How many hosts may join with it (default: the config's bundle.maxUses)
+        #[arg(long, value_name = "N")]
+        max_uses: Option<u32>,
+        /// Where to write the bundle (0600)
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Show what a join bundle holds, secrets redacted
     Inspect {
         /// The bundle (.tar.gz)
@@ -148,6 +183,58 @@ pub enum BundleCommand {
         #[arg(long, value_name = "sha256:HEX")]
         ca_pin: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SiteCommand {
+    /// List the edge sites, their nodes and outstanding tokens
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Revoke a site: its credentials and tokens are deleted, its hosts lose access
+    Revoke {
+        /// The site
+        site: crate::config::types::SiteName,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// List the joined edge hosts
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Remove an edge host: its compute service, resource provider and aggregate membership
+    Remove {
+        /// The host name
+        hostname: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The join bundle from `dcn bundle export`
+    pub bundle: PathBuf,
+    /// The CA pin `dcn bundle export` printed (without it the CA is trusted on first use)
+    #[arg(long, value_name = "sha256:HEX")]
+    pub ca_pin: Option<String>,
+    /// This host's name as a compute node (default: its host name)
+    #[arg(long, value_name = "NAME")]
+    pub hostname: Option<String>,
+    /// The address this host's services use (default: the default route's)
+    #[arg(long, value_name = "IP")]
+    pub my_ip: Option<std::net::IpAddr>,
+    /// How long to keep trying to reach the control plane, and to wait until it sees this host
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Where packages come from when they are not installed: `mirror` or `local:/path`
+    #[arg(long, value_name = "SOURCE", default_value = "mirror")]
+    pub packages: crate::config::types::PackageSource,
+    /// Turn these failing preflight checks into warnings (comma-separated, or `all`)
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub ignore_preflight_errors: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -255,6 +342,9 @@ pub struct LabUpArgs {
     /// Number of edge sites, one host each, each on its own routed subnet
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
     pub edges: u8,
+    /// Extra edge hosts booted but not joined, to join by hand
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
+    pub spare: u8,
     /// Download cache (base root filesystem, packages), kept across labs
     #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_CACHE)]
     pub cache: PathBuf,

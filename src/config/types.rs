@@ -208,6 +208,13 @@ impl TryFrom<String> for PackageSource {
     }
 }
 
+impl FromStr for PackageSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::try_from(s.to_string())
+    }
+}
+
 impl From<PackageSource> for String {
     fn from(p: PackageSource) -> String {
         match p {

@@ -325,7 +325,10 @@ impl Step for Unit {
                 systemd.restart(&self.unit)?;
             }
         } else {
-            systemd.start(&self.unit)?;
+            // Not active: perhaps a start job from before dcn configured it
+            // (a preinstalled unit retrying with the packaged config).
+            // `restart` cancels such a job; `start` would wait on it.
+            systemd.restart(&self.unit)?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! try-it-on-one-machine path and the end-to-end test rig.
 
 mod container;
+mod layer;
 mod memory;
 mod net;
 mod repo;
@@ -42,6 +43,8 @@ pub struct UpOptions {
     pub dir: PathBuf,
     pub cache: PathBuf,
     pub edges: u8,
+    /// Extra edge hosts booted but not joined (for joining by hand).
+    pub spare: u8,
     /// The static dcn binary to run inside the containers.
     pub dcn_binary: PathBuf,
     /// Config for the control plane (defaults to the lab's).
@@ -56,6 +59,17 @@ pub struct Report {
     pub total_seconds: f64,
     /// The control-plane container's memory once init finished.
     pub control_plane_memory: Option<memory::MemoryUse>,
+    /// Each edge's `dcn join`.
+    pub edge_joins: Vec<EdgeJoin>,
+}
+
+/// One edge's join, timed.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EdgeJoin {
+    pub host: String,
+    pub seconds: f64,
+    pub ok: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -123,6 +137,20 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     let repo = timer.phase("package repository", || {
         repo::ensure_repo(&runner, &opts.cache, &base, &packages)
     })?;
+    let edge_layer = if opts.edges + opts.spare > 0 {
+        let edge_packages = recipes.packages_for_roles(&["edge"])?;
+        let mut units: Vec<String> = recipes
+            .services_for_roles(&["edge"])?
+            .iter()
+            .flat_map(|s| s.units.iter().chain(&s.disable_units).cloned())
+            .collect();
+        units.push("ovn-host.service".into());
+        Some(timer.phase("edge layer (edge packages preinstalled)", || {
+            layer::ensure_edge_layer(&runner, &opts.cache, &base, &repo, &edge_packages, &units)
+        })?)
+    } else {
+        None
+    };
 
     let mut state = LabState::default();
     let result = (|| -> Result<()> {
@@ -130,7 +158,8 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             net::create_router(&runner)?;
             state.namespaces.push(net::router_ns());
             state.save(&opts.dir)?;
-            for (i, (name, role, site)) in host_plan(opts.edges).into_iter().enumerate() {
+            for (i, (name, role, site)) in host_plan(opts.edges, opts.spare).into_iter().enumerate()
+            {
                 let n = net::HostNet::new(&name, i as u8);
                 net::create_host(&runner, &n)?;
                 state.namespaces.push(n.netns.clone());
@@ -150,7 +179,15 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             Ok(())
         })?;
         timer.phase("containers", || {
-            boot_all(&runner, opts, &base, &repo, &config_text, &mut state)
+            boot_all(
+                &runner,
+                opts,
+                &base,
+                edge_layer.as_deref(),
+                &repo,
+                &config_text,
+                &mut state,
+            )
         })?;
         timer.phase("control plane (dcn standalone init)", || {
             let cp = state.host("cp")?;
@@ -180,6 +217,12 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             m.pss_bytes as f64 / 1e9
         );
         timer.report.control_plane_memory = Some(m);
+        if opts.edges > 0 {
+            let joins = timer.phase("edge sites (dcn bundle export, dcn join)", || {
+                join_edges(&opts.dir, &state)
+            })?;
+            timer.report.edge_joins = joins;
+        }
         Ok(())
     })();
     timer.report.total_seconds = timer.started.elapsed().as_secs_f64();
@@ -196,12 +239,15 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     Ok(timer.report)
 }
 
-/// (host name, role, site) of every lab host: the control plane, then one
-/// host per edge site.
-fn host_plan(edges: u8) -> Vec<(String, &'static str, Option<String>)> {
+/// (host name, role, site) of every lab host: the control plane, one host
+/// per edge site, then the spare edge hosts (no site: not joined).
+fn host_plan(edges: u8, spare: u8) -> Vec<(String, &'static str, Option<String>)> {
     let mut v = vec![("cp".to_string(), "controller", None)];
     for k in 1..=edges {
         v.push((format!("edge{k}"), "edge", Some(format!("edge{k}"))));
+    }
+    for k in edges + 1..=edges + spare {
+        v.push((format!("edge{k}"), "edge", None));
     }
     v
 }
@@ -219,6 +265,7 @@ fn boot_all(
     runner: &dyn Runner,
     opts: &UpOptions,
     base: &Path,
+    edge_layer: Option<&Path>,
     repo: &Path,
     config_text: &str,
     state: &mut LabState,
@@ -227,7 +274,11 @@ fn boot_all(
     let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
     for name in names {
         let host_dir = opts.dir.join("hosts").join(&name);
-        let rootfs = rootfs::mount_overlay(runner, base, &host_dir)?;
+        let lowers: Vec<&Path> = match (name.as_str(), edge_layer) {
+            ("cp", _) | (_, None) => vec![base],
+            (_, Some(layer)) => vec![layer, base],
+        };
+        let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
         state.mounts.push(rootfs.clone());
         state.host_mut(&name).expect("planned").rootfs = rootfs.clone();
         state.save(&opts.dir)?;
@@ -450,4 +501,97 @@ pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
     let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?;
     net::set_link(&SystemRunner::new(false), &h.router_link, up)
+}
+
+/// Export a bundle per edge site on the control plane, hand each to its
+/// edge host, and run `dcn join` on all edges at once (each logs to
+/// `DIR/logs/<host>.join.log`), as an operator would with the printed pin.
+fn join_edges(dir: &Path, state: &LabState) -> Result<Vec<EdgeJoin>> {
+    let cp = state.host("cp")?;
+    let cp_runner = ContainerRunner::new(cp.init_pid.context("the control plane is not running")?);
+    let mut jobs = Vec::new();
+    for edge in state
+        .hosts
+        .iter()
+        .filter(|h| h.role == "edge" && h.site.is_some())
+    {
+        let site = edge.site.clone().context("an edge without a site")?;
+        let bundle = format!("/root/{site}.tar.gz");
+        let out = cp_runner.run(
+            &Cmd::new(format!("exporting the bundle of site {site}"), "dcn")
+                .args(["bundle", "export", "--site", &site, "-o", &bundle])
+                .timeout(Duration::from_secs(300)),
+        )?;
+        let pin = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("CA pin: "))
+            .context("`dcn bundle export` printed no CA pin")?
+            .to_string();
+        let from = cp.rootfs.join(bundle.trim_start_matches('/'));
+        let to = edge.rootfs.join(bundle.trim_start_matches('/'));
+        std::fs::copy(&from, &to)
+            .with_context(|| format!("copying the bundle to {}", edge.name))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))?;
+        let init = edge
+            .init_pid
+            .with_context(|| format!("{} is not running", edge.name))?;
+        let log = dir.join("logs").join(format!("{}.join.log", edge.name));
+        let name = edge.name.clone();
+        jobs.push(std::thread::spawn(move || {
+            let started = Instant::now();
+            let out = ContainerRunner::new(init).run(
+                &Cmd::new(format!("joining {name}"), "dcn")
+                    .args([
+                        "join",
+                        &bundle,
+                        "--ca-pin",
+                        &pin,
+                        "--packages",
+                        &format!("local:{REPO_MOUNT}"),
+                    ])
+                    .timeout(Duration::from_secs(30 * 60))
+                    .unchecked(),
+            );
+            let seconds = started.elapsed().as_secs_f64();
+            let (ok, text) = match out {
+                Ok(o) => (o.success(), format!("{}{}", o.stdout, o.stderr)),
+                Err(e) => (false, format!("{e:#}")),
+            };
+            let _ = std::fs::write(&log, &text);
+            tracing::info!(
+                "  {name}: {} in {seconds:.1}s (log {})",
+                if ok { "joined" } else { "FAILED" },
+                log.display()
+            );
+            (
+                EdgeJoin {
+                    host: name,
+                    seconds,
+                    ok,
+                },
+                text,
+            )
+        }));
+    }
+    let mut joins = Vec::new();
+    let mut failed = Vec::new();
+    for j in jobs {
+        let (join, text) = j
+            .join()
+            .map_err(|_| anyhow::anyhow!("a join thread panicked"))?;
+        if !join.ok {
+            failed.push(format!(
+                "{}:\n{}",
+                join.host,
+                crate::host::command::tail_lines(&text, 15)
+            ));
+        }
+        joins.push(join);
+    }
+    if !failed.is_empty() {
+        bail!("some edges did not join:\n{}", failed.join("\n"));
+    }
+    Ok(joins)
 }

@@ -115,6 +115,12 @@ fn find_bookworm_uri(text: &str) -> Option<String> {
 
 /// Mount `lower` + a writable layer under `host_dir` at `host_dir/rootfs`.
 pub fn mount_overlay(runner: &dyn Runner, lower: &Path, host_dir: &Path) -> Result<PathBuf> {
+    mount_layers(runner, &[lower], host_dir)
+}
+
+/// Mount `lowers` (topmost first) + a writable layer under `host_dir` at
+/// `host_dir/rootfs`.
+pub fn mount_layers(runner: &dyn Runner, lowers: &[&Path], host_dir: &Path) -> Result<PathBuf> {
     let upper = host_dir.join("upper");
     let work = host_dir.join("work");
     let merged = host_dir.join("rootfs");
@@ -132,7 +138,11 @@ pub fn mount_overlay(runner: &dyn Runner, lower: &Path, host_dir: &Path) -> Resu
             .args(["-t", "overlay", "overlay", "-o"])
             .arg(format!(
                 "lowerdir={},upperdir={},workdir={}",
-                lower.display(),
+                lowers
+                    .iter()
+                    .map(|l| l.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(":"),
                 upper.display(),
                 work.display()
             ))

@@ -127,14 +127,25 @@ pub fn ensure_service(cloud: &Cloud, name: &str, kind: &str) -> Result<String> {
     id_of(&v["service"])
 }
 
-/// Public, internal and admin endpoints of a service at `url` in `region`.
-pub fn ensure_endpoints(cloud: &Cloud, service_id: &str, url: &str, region: &str) -> Result<()> {
+/// A service's public endpoint at `public_url`, and its internal and admin
+/// endpoints at `internal_url`, in `region`.
+pub fn ensure_endpoints(
+    cloud: &Cloud,
+    service_id: &str,
+    public_url: &str,
+    internal_url: &str,
+    region: &str,
+) -> Result<()> {
     let existing = cloud.get("identity", &format!("/endpoints?service_id={service_id}"))?;
     let existing = existing["endpoints"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    for interface in ["public", "internal", "admin"] {
+    for (interface, url) in [
+        ("public", public_url),
+        ("internal", internal_url),
+        ("admin", internal_url),
+    ] {
         match existing
             .iter()
             .find(|e| e["interface"] == interface && e["region_id"] == region)

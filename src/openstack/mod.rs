@@ -23,6 +23,9 @@ pub struct Credentials {
     pub password: Secret,
     pub project: String,
     pub region: String,
+    /// Catalog interface to call: `internal` (the control plane's own
+    /// loopback endpoints) or `public` (TLS, as edges and clients see it).
+    pub interface: String,
 }
 
 /// An authenticated session.
@@ -31,6 +34,7 @@ pub struct Cloud {
     token: Secret,
     catalog: Value,
     region: String,
+    interface: String,
 }
 
 /// An HTTP error status from a service, with its body.
@@ -72,6 +76,7 @@ impl Cloud {
             token: Secret::new(token),
             catalog: body["token"]["catalog"].clone(),
             region: creds.region.clone(),
+            interface: creds.interface.clone(),
         })
     }
 
@@ -92,7 +97,7 @@ impl Cloud {
             .unwrap_or_default()
     }
 
-    /// The public endpoint of `service_type` in our region.
+    /// The endpoint of `service_type` in our region and interface.
     pub fn endpoint(&self, service_type: &str) -> Result<String> {
         let service = self
             .catalog
@@ -102,15 +107,17 @@ impl Cloud {
         service["endpoints"]
             .as_array()
             .and_then(|e| {
-                e.iter()
-                    .find(|e| e["interface"] == "public" && e["region_id"] == self.region.as_str())
+                e.iter().find(|e| {
+                    e["interface"] == self.interface.as_str()
+                        && e["region_id"] == self.region.as_str()
+                })
             })
             .and_then(|e| e["url"].as_str())
             .map(|u| u.trim_end_matches('/').to_string())
             .with_context(|| {
                 format!(
-                    "the catalog has no public {service_type} endpoint in {}",
-                    self.region
+                    "the catalog has no {} {service_type} endpoint in {}",
+                    self.interface, self.region
                 )
             })
     }

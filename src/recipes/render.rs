@@ -108,7 +108,8 @@ fn keystone_auth_section(section: &str, auth: &super::KeystoneAuth) -> BTreeMap<
     let mut set = |k: &str, v: String| {
         m.insert(k.to_string(), v);
     };
-    set("auth_url", "http://{{ cp.address }}:5000".into());
+    set("auth_url", "{{ cp.authUrl }}".into());
+    set("cafile", "{{ cp.cafile }}".into());
     set("auth_type", "password".into());
     set("project_domain_name", "Default".into());
     set("user_domain_name", "Default".into());
@@ -117,10 +118,7 @@ fn keystone_auth_section(section: &str, auth: &super::KeystoneAuth) -> BTreeMap<
     set("password", format!("{{{{ password.{} }}}}", auth.password));
     set("region_name", "{{ cp.region }}".into());
     if section == "keystone_authtoken" {
-        set(
-            "www_authenticate_uri",
-            "http://{{ cp.address }}:5000".into(),
-        );
+        set("www_authenticate_uri", "{{ cp.publicAuthUrl }}".into());
         set("memcached_servers", "{{ cp.memcached }}".into());
     }
     m
@@ -148,7 +146,11 @@ fn render_file(f: &FileRecipe, values: &Values) -> Result<String> {
                 for (key, value) in &sections[section] {
                     let v =
                         render_str(value, values).with_context(|| format!("[{section}] {key}"))?;
-                    ini.set(section, key, v);
+                    // A value that renders empty is left out (an option that
+                    // applies to some hosts only, such as an edge's cafile).
+                    if !v.is_empty() {
+                        ini.set(section, key, v);
+                    }
                 }
             }
             Ok(format!(

@@ -211,8 +211,12 @@ pub struct IdentityRecipe {
     pub name: String,
     #[serde(rename = "type")]
     pub kind: String,
-    /// Endpoint URL (public, internal and admin alike).
+    /// Public endpoint URL (TLS, through dcn-api-proxy).
     pub url: String,
+    /// Internal and admin endpoint URL (the service on loopback), used by
+    /// the control plane's own services; the public URL when absent.
+    #[serde(default)]
+    pub internal_url: Option<String>,
 }
 
 /// A setup command.

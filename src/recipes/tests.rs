@@ -84,6 +84,9 @@ fn keystone_auth_sections_merge_with_ini_keys() {
     let mut v = values();
     v.cp.insert("region".into(), "RegionOne".into());
     v.cp.insert("memcached".into(), "127.0.0.1:11211".into());
+    v.cp.insert("authUrl".into(), "http://127.0.0.1:5000".into());
+    v.cp.insert("publicAuthUrl".into(), "https://10.240.0.10:5000".into());
+    v.cp.insert("cafile".into(), String::new());
     let text = &render_files(&s, &v).unwrap()[0].contents;
     let ini = crate::ini::Ini::parse(text).unwrap();
     assert_eq!(
@@ -95,7 +98,44 @@ fn keystone_auth_sections_merge_with_ini_keys() {
     assert_eq!(ini.get("service_user", "password"), Some("S3cretPassw0rd"));
     assert_eq!(
         ini.get("keystone_authtoken", "www_authenticate_uri"),
-        Some("http://10.240.0.10:5000")
+        Some("https://10.240.0.10:5000")
     );
     assert_eq!(ini.get("service_user", "www_authenticate_uri"), None);
+    assert_eq!(
+        ini.get("service_user", "auth_url"),
+        Some("http://127.0.0.1:5000")
+    );
+    // An empty cafile (the control plane's) is left out.
+    assert_eq!(ini.get("service_user", "cafile"), None);
+}
+
+/// uwsgi lets later options win: worker counts given before `--ini` would
+/// be replaced by the packaged ini's (nova-api's 16 processes).
+#[test]
+fn uwsgi_worker_options_follow_the_ini() {
+    let r = Recipes::embedded().unwrap();
+    let mut seen = 0;
+    for s in r.services.values() {
+        for f in &s.files {
+            let Some(t) = &f.template else { continue };
+            for line in t.lines().filter(|l| l.contains("DAEMON_ARGS=")) {
+                seen += 1;
+                let ini = line
+                    .find("--ini")
+                    .unwrap_or_else(|| panic!("{}: {line}", f.path));
+                let processes = line
+                    .find("--processes")
+                    .unwrap_or_else(|| panic!("{}: {line}", f.path));
+                assert!(
+                    processes > ini,
+                    "{}: --processes must come after --ini: {line}",
+                    f.path
+                );
+            }
+        }
+    }
+    assert_eq!(
+        seen, 4,
+        "keystone, placement, nova-api and nova-api-metadata"
+    );
 }

@@ -162,10 +162,15 @@ impl Step for RabbitUsers {
     }
 }
 
-/// The admin's credentials on this control plane.
-pub fn admin_credentials(values: &Values) -> Result<Credentials> {
+/// The admin's credentials on this control plane, through keystone's
+/// loopback endpoint (`public`: through the TLS endpoint clients use).
+pub fn admin_credentials(values: &Values, public: bool) -> Result<Credentials> {
     Ok(Credentials {
-        auth_url: format!("http://{}:5000/v3", values.cp["address"]),
+        auth_url: if public {
+            format!("https://{}:5000/v3", values.cp["address"])
+        } else {
+            "http://127.0.0.1:5000/v3".to_string()
+        },
         username: "admin".into(),
         password: Secret::new(
             values
@@ -176,6 +181,7 @@ pub fn admin_credentials(values: &Values) -> Result<Credentials> {
         ),
         project: "admin".into(),
         region: values.cp["region"].clone(),
+        interface: if public { "public" } else { "internal" }.into(),
     })
 }
 
@@ -191,6 +197,7 @@ pub struct CatalogEntry {
     pub name: String,
     pub kind: String,
     pub url: String,
+    pub internal_url: String,
 }
 
 impl Catalog {
@@ -223,6 +230,7 @@ impl Catalog {
                 name: id.name.clone(),
                 kind: id.kind.clone(),
                 url: render_str(&id.url, &values)?,
+                internal_url: render_str(id.internal_url.as_ref().unwrap_or(&id.url), &values)?,
             });
         }
         Ok(Catalog { entries, values })
@@ -242,10 +250,11 @@ impl Step for Catalog {
             .iter()
             .map(|e| {
                 format!(
-                    "{} {} {} {} {}",
+                    "{} {} {} {} {} {}",
                     e.name,
                     e.kind,
                     e.url,
+                    e.internal_url,
                     e.user.as_ref().map(|u| u.0.as_str()).unwrap_or(""),
                     e.user
                         .as_ref()
@@ -263,7 +272,7 @@ impl Step for Catalog {
             }
             return Ok(());
         }
-        let creds = admin_credentials(&self.values)?;
+        let creds = admin_credentials(&self.values, false)?;
         let cloud = Cloud::login(&creds, None)?;
         let project = identity::ensure_project(&cloud, "service", "OpenStack services")?;
         let admin = identity::ensure_role(&cloud, "admin")?;
@@ -275,7 +284,7 @@ impl Step for Catalog {
                 identity::grant(&cloud, &project, &uid, &service_role)?;
             }
             let sid = identity::ensure_service(&cloud, &e.name, &e.kind)?;
-            identity::ensure_endpoints(&cloud, &sid, &e.url, &creds.region)
+            identity::ensure_endpoints(&cloud, &sid, &e.url, &e.internal_url, &creds.region)
                 .with_context(|| format!("registering the {} endpoints", e.name))?;
             tracing::debug!("    {} ({}) at {}", e.name, e.kind, e.url);
         }
@@ -324,5 +333,47 @@ impl Step for DiscoverHost {
             }
             std::thread::sleep(Duration::from_secs(5));
         }
+    }
+}
+
+/// Where the dcn binary lives for the units that run it (`dcn serve`).
+pub const INSTALLED_BINARY: &str = "/usr/local/bin/dcn";
+
+/// Install the running dcn binary as /usr/local/bin/dcn.
+pub struct InstallBinary;
+
+impl InstallBinary {
+    fn contents() -> Result<Vec<u8>> {
+        let exe = std::env::current_exe().context("finding the running dcn binary")?;
+        std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))
+    }
+}
+
+impl Step for InstallBinary {
+    fn name(&self) -> String {
+        "install.dcn".into()
+    }
+    fn describe(&self) -> String {
+        format!("install this dcn as {INSTALLED_BINARY}")
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        Ok(ctx.host.files.read(INSTALLED_BINARY)?.as_deref() == Some(Self::contents()?.as_slice()))
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let spec = crate::host::FileSpec::public().mode(0o755);
+        if ctx
+            .host
+            .files
+            .write(INSTALLED_BINARY, &Self::contents()?, &spec)?
+            .changed()
+            && !ctx.host.dry_run
+        {
+            // A running join service keeps the old binary until restarted.
+            let systemd = crate::host::systemd::Systemd::new(ctx.host.runner.as_ref());
+            if systemd.is_active("dcn-join.service")? {
+                systemd.restart("dcn-join.service")?;
+            }
+        }
+        Ok(())
     }
 }

@@ -2,6 +2,7 @@
 //! the `openstack` client (in /etc/dcn and root's config) and an
 //! `admin-openrc`, both 0600, and the CA certificate readable by all.
 
+use super::values::PUBLIC_CA;
 use crate::engine::{Context, Step};
 use crate::host::FileSpec;
 use crate::recipes::Values;
@@ -27,10 +28,10 @@ impl ClientFiles {
             .cloned()
             .unwrap_or_default();
         let clouds = format!(
-            "# Written by dcn: the admin of this control plane. `export OS_CLOUD=dcn`.\nclouds:\n  dcn:\n    auth:\n      auth_url: http://{address}:5000/v3\n      username: admin\n      password: {password}\n      project_name: admin\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: {region}\n    identity_api_version: 3\n"
+            "# Written by dcn: the admin of this control plane. `export OS_CLOUD=dcn`.\nclouds:\n  dcn:\n    auth:\n      auth_url: https://{address}:5000/v3\n      username: admin\n      password: {password}\n      project_name: admin\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: {region}\n    identity_api_version: 3\n    cacert: {PUBLIC_CA}\n"
         );
         let openrc = format!(
-            "# Written by dcn: `. {OPENRC}` for the openstack client.\nexport OS_AUTH_URL=http://{address}:5000/v3\nexport OS_USERNAME=admin\nexport OS_PASSWORD={password}\nexport OS_PROJECT_NAME=admin\nexport OS_USER_DOMAIN_NAME=Default\nexport OS_PROJECT_DOMAIN_NAME=Default\nexport OS_REGION_NAME={region}\nexport OS_IDENTITY_API_VERSION=3\nexport OS_CLOUD=\n"
+            "# Written by dcn: `. {OPENRC}` for the openstack client.\nexport OS_AUTH_URL=https://{address}:5000/v3\nexport OS_CACERT={PUBLIC_CA}\nexport OS_USERNAME=admin\nexport OS_PASSWORD={password}\nexport OS_PROJECT_NAME=admin\nexport OS_USER_DOMAIN_NAME=Default\nexport OS_PROJECT_DOMAIN_NAME=Default\nexport OS_REGION_NAME={region}\nexport OS_IDENTITY_API_VERSION=3\nexport OS_CLOUD=\n"
         );
         let ca = ctx
             .host

@@ -65,7 +65,7 @@ impl Identity {
 
 /// The IPv4 address of the interface that holds the default route, or the
 /// only non-loopback IPv4 address.
-fn detect_address() -> Result<IpAddr> {
+pub fn detect_address() -> Result<IpAddr> {
     let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
     let default_iface = default_route_interface(&route);
     let mut candidates: Vec<(String, Ipv4Addr)> = Vec::new();

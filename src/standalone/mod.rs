@@ -18,7 +18,7 @@ use crate::host::Host;
 use crate::pki::Pin;
 use crate::recipes::{Recipes, ServicePhase};
 use crate::secrets::PasswordStore;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -143,6 +143,10 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
             packages
                 .steps
                 .insert(0, Box::new(crate::deployment::Record(record)));
+            let saved = serde_yaml::to_string(config).context("serialising the config")?;
+            packages
+                .steps
+                .insert(1, Box::new(crate::deployment::SaveConfig(saved)));
         }
         rest.retain(|(n, _)| *n <= opts.until);
         let rest: Vec<Phase> = rest.into_iter().map(|(_, p)| p).collect();
@@ -227,7 +231,11 @@ fn control_plane_phases(
         )?)],
     );
     let identity = plan.service_phase(ServicePhase::Identity, "identity", extra)?;
-    let services_phase = plan.service_phase(ServicePhase::Services, "services", BTreeMap::new())?;
+    let mut services_phase =
+        plan.service_phase(ServicePhase::Services, "services", BTreeMap::new())?;
+    services_phase
+        .steps
+        .insert(0, Box::new(controlplane::InstallBinary));
 
     let compute = roles.contains(&"compute");
     let mut compute_phase =

@@ -91,6 +91,15 @@ pub fn control_plane_values(
         &config.control_plane.join_port.0.to_string(),
     );
     set(&mut v.cp, "memcached", "127.0.0.1:11211");
+    // The control plane's services talk to keystone on loopback; clients and
+    // edges use the TLS endpoints of dcn-api-proxy.
+    set(&mut v.cp, "authUrl", "http://127.0.0.1:5000");
+    set(
+        &mut v.cp,
+        "publicAuthUrl",
+        &format!("https://{address}:5000"),
+    );
+    set(&mut v.cp, "cafile", "");
 
     set(&mut v.host, "hostname", &id.hostname);
     set(&mut v.host, "address", &address);
@@ -164,8 +173,11 @@ pub fn control_plane_values(
     set(
         &mut v.compute,
         "novncproxyUrl",
-        &format!("http://{address}:6080/vnc_auto.html"),
+        &format!("https://{address}:6080/vnc_auto.html"),
     );
+    set(&mut v.compute, "interface", "internal");
+    set(&mut v.compute, "metadataHost", "127.0.0.1");
+    set(&mut v.compute, "metadataProtocol", "http");
     let nova = passwords.get("nova_service")?.expose().to_string();
     v.password.insert("compute_service".into(), nova);
     Ok(v)

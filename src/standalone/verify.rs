@@ -91,10 +91,12 @@ impl Step for Verify {
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
         let started = Instant::now();
-        let creds = admin_credentials(&self.values)?;
+        // Through the public TLS endpoints, as clients and edges see them.
+        let creds = admin_credentials(&self.values, true)?;
+        let ca = ctx.host.files.read_string(crate::paths::CA_CERT)?;
         let mut last;
         loop {
-            last = match Cloud::login(&creds, None) {
+            last = match Cloud::login(&creds, ca.as_deref()) {
                 Ok(cloud) => self
                     .check_once(&cloud)
                     .unwrap_or_else(|e| vec![format!("{e:#}")]),

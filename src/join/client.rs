@@ -1,0 +1,84 @@
+//! The edge's client of the join service: HTTPS that trusts only the CA
+//! from the bundle (itself checked against the pin), with refusals kept
+//! apart from connection failures, since only the latter are retried.
+
+use super::protocol::*;
+use anyhow::{Context, Result};
+use std::time::Duration;
+
+/// The join service said no.
+#[derive(Debug, thiserror::Error)]
+#[error("the control plane refused the join ({}): {}", .0.error, .0.message)]
+pub struct Refused(pub ErrorReply);
+
+pub struct JoinClient {
+    base: String,
+    http: reqwest::blocking::Client,
+}
+
+impl JoinClient {
+    pub fn new(join_endpoint: &str, ca_pem: &str) -> Result<JoinClient> {
+        Ok(JoinClient {
+            base: join_endpoint.trim_end_matches('/').to_string(),
+            http: crate::tls::http_client(Some(ca_pem), Duration::from_secs(60))?,
+        })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.base
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(
+        resp: reqwest::blocking::Response,
+        what: &str,
+    ) -> Result<T> {
+        let status = resp.status();
+        let body = resp
+            .text()
+            .with_context(|| format!("reading the reply to {what}"))?;
+        if status.is_success() {
+            return serde_json::from_str(&body)
+                .with_context(|| format!("the reply to {what} is not what dcn expects"));
+        }
+        match serde_json::from_str::<ErrorReply>(&body) {
+            Ok(e) => Err(Refused(e).into()),
+            Err(_) => anyhow::bail!(
+                "{what}: the join service answered {status}: {}",
+                body.chars().take(200).collect::<String>()
+            ),
+        }
+    }
+
+    /// The control plane's clock (and a sign of life).
+    pub fn health(&self) -> Result<Health> {
+        let resp = self
+            .http
+            .get(format!("{}{HEALTH_PATH}", self.base))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .with_context(|| format!("connecting to the join service at {}", self.base))?;
+        Self::decode(resp, "the health check")
+    }
+
+    pub fn join(&self, req: &JoinRequest) -> Result<JoinReply> {
+        let resp = self
+            .http
+            .post(format!("{}{JOIN_PATH}", self.base))
+            .json(req)
+            .send()
+            .with_context(|| format!("sending the join request to {}", self.base))?;
+        Self::decode(resp, "the join request")
+    }
+
+    pub fn node_status(&self, hostname: &str, node_secret: &str) -> Result<NodeStatus> {
+        let resp = self
+            .http
+            .get(format!("{}{NODES_PATH}{hostname}", self.base))
+            .bearer_auth(node_secret)
+            .send()
+            .with_context(|| {
+                format!("asking the join service at {} about {hostname}", self.base)
+            })?;
+        Self::decode(resp, "the node status request")
+    }
+}

@@ -1,0 +1,270 @@
+//! What the join service does for each request (blocking code, run off the
+//! async reactor): check the token, sign the node's CSR, record the node,
+//! hand out the site's credentials; report a node's state.
+
+use crate::bundle::JoinToken;
+use crate::host::Host;
+use crate::join::protocol::{ErrorReply, JoinReply, JoinRequest, NodeStatus, UserCredentials};
+use crate::pki::{LeafRequest, Usage};
+use crate::secrets::{PasswordStore, random_string};
+use crate::sites::provision;
+use crate::sites::{NodeRecord, NodeState, Registry, site_user};
+use crate::timefmt::{parse_rfc3339, rfc3339, rough};
+use sha2::{Digest, Sha256};
+use std::time::SystemTime;
+
+/// A refusal: HTTP status, reason and message.
+pub struct Refusal {
+    pub status: u16,
+    pub reply: ErrorReply,
+}
+
+fn refuse(status: u16, error: &str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        reply: ErrorReply {
+            error: error.into(),
+            message: message.into(),
+        },
+    }
+}
+
+fn internal(e: anyhow::Error) -> Refusal {
+    tracing::error!("join service error: {e:#}");
+    refuse(
+        500,
+        "internal",
+        "the join service failed; see `journalctl -u dcn-join` on the control plane",
+    )
+}
+
+fn hash(secret: &str) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(secret.as_bytes())))
+}
+
+/// `POST /v1/join`.
+pub fn join(host: &Host, req: &JoinRequest) -> Result<JoinReply, Refusal> {
+    let token: JoinToken = req.token.parse().map_err(|e| {
+        refuse(
+            401,
+            "token-unknown",
+            format!("the join token is malformed ({e}); export a fresh bundle"),
+        )
+    })?;
+    let hostname: crate::config::types::Hostname = req
+        .hostname
+        .parse()
+        .map_err(|e| refuse(400, "bad-request", e))?;
+    let address: std::net::IpAddr = req.address.parse().map_err(|_| {
+        refuse(
+            400,
+            "bad-request",
+            format!("{:?} is not an IP address", req.address),
+        )
+    })?;
+    let registry = Registry::new(&host.files);
+    let _lock = registry.lock().map_err(internal)?;
+    let Some(mut record) = registry.token(&token.id).map_err(internal)? else {
+        // Unknown: never issued here (or removed by hand).
+        return Err(refuse(
+            401,
+            "token-unknown",
+            "the control plane does not know this join token: was the bundle exported from this control plane?",
+        ));
+    };
+    if record.hash != token.hash() {
+        return Err(refuse(
+            401,
+            "token-unknown",
+            "the join token does not match the one the control plane issued",
+        ));
+    }
+    // Tokens issued before a revocation stay dead when the site is
+    // re-admitted (which re-creates it).
+    let site = match registry.site(&record.site).map_err(internal)? {
+        Some(s) if s.revoked_at.is_none() && record.created_at >= s.created_at => s,
+        _ => {
+            return Err(refuse(
+                401,
+                "site-revoked",
+                format!("site {} was revoked on the control plane", record.site),
+            ));
+        }
+    };
+    let now = SystemTime::now();
+    let not_after = parse_rfc3339(&record.not_after).map_err(internal)?;
+    if now > not_after {
+        let ago = rough(now.duration_since(not_after).unwrap_or_default());
+        return Err(refuse(
+            401,
+            "token-expired",
+            format!(
+                "the join token expired {ago} ago; run `dcn bundle export --site {}` on the control plane",
+                record.site
+            ),
+        ));
+    }
+    // A host that joined before (an interrupted join running again) gets
+    // its credentials again without spending another use of the token.
+    let existing = registry.node(hostname.as_str()).map_err(internal)?;
+    match &existing {
+        Some(n) if n.site != site.name => {
+            return Err(refuse(
+                409,
+                "node-in-other-site",
+                format!(
+                    "host {hostname} is a node of site {}; remove it there first (`dcn node remove {hostname}` on the control plane)",
+                    n.site
+                ),
+            ));
+        }
+        Some(_) => {}
+        None if record.uses >= record.max_uses => {
+            return Err(refuse(
+                401,
+                "token-used-up",
+                format!(
+                    "the join token was used {} time(s), its maximum; run `dcn bundle export --site {}` for another",
+                    record.uses, site.name
+                ),
+            ));
+        }
+        None => {}
+    }
+    let ca = crate::standalone::secrets::load_ca(&host.files).map_err(internal)?;
+    let node_certificate = ca
+        .sign_csr(
+            &req.csr,
+            &LeafRequest {
+                common_name: hostname.to_string(),
+                dns_names: vec![hostname.to_string()],
+                ip_addresses: vec![address],
+                usage: Usage::Client,
+            },
+        )
+        .map_err(|e| {
+            refuse(
+                400,
+                "bad-request",
+                format!("the certificate signing request is not usable: {e:#}"),
+            )
+        })?;
+    let secrets = registry
+        .site_secrets(&site.name)
+        .map_err(internal)?
+        .ok_or_else(|| {
+            refuse(
+                401,
+                "site-revoked",
+                format!("site {} has no credentials (revoked?)", site.name),
+            )
+        })?;
+    let passwords = PasswordStore::load(&host.files).map_err(internal)?;
+    let metadata_secret = passwords
+        .get("metadata_secret")
+        .map_err(internal)?
+        .expose()
+        .to_string();
+    let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
+    registry
+        .save_node(&NodeRecord {
+            hostname: hostname.to_string(),
+            site: site.name.clone(),
+            address: address.to_string(),
+            joined_at: existing
+                .as_ref()
+                .map(|n| n.joined_at.clone())
+                .unwrap_or_else(|| rfc3339(now)),
+            secret_hash: hash(&node_secret),
+            state: existing
+                .as_ref()
+                .map(|n| n.state)
+                .unwrap_or(NodeState::Joined),
+            placed_at: existing.as_ref().and_then(|n| n.placed_at.clone()),
+        })
+        .map_err(internal)?;
+    if existing.is_none() {
+        record.uses += 1;
+        registry.save_token(&record).map_err(internal)?;
+    }
+    let user = site_user(&site.name);
+    Ok(JoinReply {
+        site: site.name,
+        node_certificate,
+        node_secret,
+        messaging: UserCredentials {
+            username: user.clone(),
+            password: secrets.rabbit_password.expose().to_string(),
+        },
+        service_user: UserCredentials {
+            username: user,
+            password: secrets.keystone_password.expose().to_string(),
+        },
+        metadata_secret,
+    })
+}
+
+/// `GET /v1/nodes/{hostname}` with the node's bearer secret.
+pub fn node_status(
+    host: &Host,
+    hostname: &str,
+    bearer: Option<&str>,
+) -> Result<NodeStatus, Refusal> {
+    let registry = Registry::new(&host.files);
+    let node = registry.node(hostname).map_err(internal)?;
+    let node = match (node, bearer) {
+        (Some(n), Some(b)) if n.secret_hash == hash(b) => n,
+        _ => {
+            return Err(refuse(
+                401,
+                "token-unknown",
+                "unknown node or wrong node secret",
+            ));
+        }
+    };
+    let site = registry.site(&node.site).map_err(internal)?;
+    let Some(site) = site.filter(|s| s.revoked_at.is_none()) else {
+        return Err(refuse(
+            401,
+            "site-revoked",
+            format!("site {} was revoked", node.site),
+        ));
+    };
+    let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
+    let cloud =
+        provision::admin_cloud(host, config.control_plane.region.as_str()).map_err(internal)?;
+    let services = cloud
+        .get(
+            "compute",
+            &format!("/os-services?binary=nova-compute&host={hostname}"),
+        )
+        .map_err(internal)?;
+    let compute_service = services["services"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(|s| s["state"].as_str())
+        .unwrap_or("missing")
+        .to_string();
+    let in_aggregate = match site.aggregate_id {
+        Some(id) => cloud
+            .get("compute", &format!("/os-aggregates/{id}"))
+            .map_err(internal)?["aggregate"]["hosts"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|x| x == hostname)),
+        None => false,
+    };
+    let rps = cloud
+        .get("placement", &format!("/resource_providers?name={hostname}"))
+        .map_err(internal)?;
+    let resource_provider = rps["resource_providers"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty());
+    Ok(NodeStatus {
+        site: site.name,
+        compute_service,
+        // A host joins an aggregate only once it is mapped to the cell.
+        cell_mapped: in_aggregate || node.state == NodeState::Placed,
+        in_aggregate,
+        resource_provider,
+    })
+}

@@ -1,0 +1,260 @@
+//! `dcn serve`: the join service on the control plane. HTTPS (rustls, the
+//! `join` certificate of the dcn CA) on the join port, rate-limited per
+//! client, every request logged without secrets; a background placer maps
+//! joined hosts to the cell and their site's aggregate.
+
+mod handlers;
+mod placer;
+mod ratelimit;
+
+use crate::host::Host;
+use crate::join::protocol::{ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest, NODES_PATH};
+use anyhow::{Context, Result};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response};
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Largest request body accepted (a join request with its CSR is ~2 KiB).
+const MAX_BODY: usize = 64 * 1024;
+
+struct State {
+    host: Host,
+    limiter: ratelimit::RateLimiter,
+}
+
+/// Run the join service until killed, on the control plane's address and
+/// join port.
+pub fn run(host: Host) -> Result<()> {
+    let config = crate::deployment::saved_config(&host.files)?;
+    let deployment = crate::deployment::Deployment::load(&host.files)?
+        .context("this host is not a dcn control plane: run `dcn standalone init` first")?;
+    let address: IpAddr = deployment
+        .address
+        .parse()
+        .context("the control plane's address")?;
+    serve_on(
+        host,
+        SocketAddr::new(address, config.control_plane.join_port.0),
+    )
+}
+
+/// Run the join service on `listen` until killed.
+pub fn serve_on(host: Host, listen: SocketAddr) -> Result<()> {
+    let tls = server_tls(&host)?;
+
+    let placer_host = host.clone();
+    std::thread::spawn(move || {
+        loop {
+            if let Err(e) = placer::place_pending(&placer_host) {
+                tracing::warn!("placing joined hosts: {e:#}");
+            }
+            std::thread::sleep(placer::INTERVAL);
+        }
+    });
+
+    let state = Arc::new(State {
+        host,
+        limiter: ratelimit::RateLimiter::default(),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen}"))?;
+        tracing::info!("join service listening on https://{listen}");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("accepting a connection: {e}");
+                    continue;
+                }
+            };
+            let acceptor = acceptor.clone();
+            let state = state.clone();
+            tokio::spawn(async move {
+                let tls =
+                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream))
+                        .await
+                    {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::info!("{peer}: TLS handshake failed: {e}");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::info!("{peer}: TLS handshake timed out");
+                            return;
+                        }
+                    };
+                let service =
+                    hyper::service::service_fn(move |req| handle(state.clone(), peer, req));
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
+                if let Err(e) = tokio::time::timeout(Duration::from_secs(120), conn).await {
+                    tracing::debug!("{peer}: connection closed: {e}");
+                }
+            });
+        }
+    })
+}
+
+/// The server's TLS configuration: the `join` leaf of the dcn CA.
+fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
+    let cert = host
+        .files
+        .read_string(&crate::paths::leaf_cert("join"))?
+        .context("the join certificate is missing; run `dcn standalone init --phase secrets`")?;
+    let key = host
+        .files
+        .read_string(&crate::paths::leaf_key("join"))?
+        .context("the join key is missing; run `dcn standalone init --phase secrets`")?;
+    let key = rcgen::KeyPair::from_pem(&key).context("reading the join key")?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    rustls::ServerConfig::builder_with_provider(crate::tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(crate::tls::certs_from_pem(&cert)?, key)
+        .context("building the join service's TLS configuration")
+}
+
+fn json<T: serde::Serialize>(status: u16, body: &T) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("Content-Type", "application/json")
+        .body(Full::new(Bytes::from(
+            serde_json::to_vec(body).expect("serialisable"),
+        )))
+        .expect("a valid response")
+}
+
+fn error(status: u16, error: &str, message: &str) -> Response<Full<Bytes>> {
+    json(
+        status,
+        &ErrorReply {
+            error: error.into(),
+            message: message.into(),
+        },
+    )
+}
+
+async fn handle(
+    state: Arc<State>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let (response, note) = route(&state, peer, req).await;
+    // Logged: who asked what and the outcome; never tokens or passwords.
+    tracing::info!(
+        "{} {method} {path} -> {} {note}",
+        peer.ip(),
+        response.status().as_u16()
+    );
+    Ok(response)
+}
+
+async fn route(
+    state: &Arc<State>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> (Response<Full<Bytes>>, String) {
+    if !state.limiter.allow(peer.ip()) {
+        return (
+            error(
+                429,
+                "rate-limited",
+                "too many requests from this address; wait a minute",
+            ),
+            String::new(),
+        );
+    }
+    let path = req.uri().path().to_string();
+    match (req.method().clone(), path.as_str()) {
+        (Method::GET, HEALTH_PATH) => (
+            json(
+                200,
+                &Health {
+                    time: crate::timefmt::rfc3339(SystemTime::now()),
+                },
+            ),
+            String::new(),
+        ),
+        (Method::POST, JOIN_PATH) => {
+            let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(_) => {
+                    return (
+                        error(413, "bad-request", "the request is too large"),
+                        String::new(),
+                    );
+                }
+            };
+            let join: JoinRequest = match serde_json::from_slice(&body) {
+                Ok(j) => j,
+                Err(e) => {
+                    return (
+                        error(400, "bad-request", &format!("not a join request: {e}")),
+                        String::new(),
+                    );
+                }
+            };
+            let token_id = join
+                .token
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(8)
+                .collect::<String>();
+            let note = format!("(host {}, token {token_id})", join.hostname);
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || handlers::join(&st.host, &join)).await {
+                Ok(Ok(reply)) => (
+                    json(200, &reply),
+                    format!("{note} joined site {}", reply.site),
+                ),
+                Ok(Err(r)) => (
+                    json(r.status, &r.reply),
+                    format!("{note} refused: {}", r.reply.error),
+                ),
+                Err(e) => (error(500, "internal", &format!("{e}")), note),
+            }
+        }
+        (Method::GET, p) if p.starts_with(NODES_PATH) => {
+            let hostname = p[NODES_PATH.len()..].to_string();
+            let bearer = req
+                .headers()
+                .get("Authorization")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(String::from);
+            let st = state.clone();
+            let h = hostname.clone();
+            match tokio::task::spawn_blocking(move || {
+                handlers::node_status(&st.host, &h, bearer.as_deref())
+            })
+            .await
+            {
+                Ok(Ok(status)) => (json(200, &status), format!("(node {hostname})")),
+                Ok(Err(r)) => (
+                    json(r.status, &r.reply),
+                    format!("(node {hostname}) refused: {}", r.reply.error),
+                ),
+                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
+            }
+        }
+        _ => (error(404, "bad-request", "no such endpoint"), String::new()),
+    }
+}

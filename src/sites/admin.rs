@@ -1,0 +1,134 @@
+//! `dcn site list|revoke` and `dcn node list|remove`: what the operator
+//! does with sites and nodes after they joined.
+
+use super::provision;
+use super::registry::{NodeRecord, Registry, Site};
+use crate::deployment::saved_config;
+use crate::host::Host;
+use crate::timefmt::rfc3339;
+use anyhow::{Context, Result, bail};
+use reqwest::Method;
+use serde::Serialize;
+use std::time::SystemTime;
+
+/// A site with its nodes and outstanding tokens.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SiteView {
+    #[serde(flatten)]
+    pub site: Site,
+    pub nodes: Vec<String>,
+    pub tokens: usize,
+}
+
+pub fn list_sites(host: &Host) -> Result<Vec<SiteView>> {
+    let registry = Registry::new(&host.files);
+    let nodes = registry.nodes()?;
+    let tokens = registry.tokens()?;
+    Ok(registry
+        .sites()?
+        .into_iter()
+        .map(|s| SiteView {
+            nodes: nodes
+                .iter()
+                .filter(|n| n.site == s.name)
+                .map(|n| n.hostname.clone())
+                .collect(),
+            tokens: tokens
+                .iter()
+                .filter(|t| t.site == s.name && t.uses < t.max_uses)
+                .count(),
+            site: s,
+        })
+        .collect())
+}
+
+pub fn list_nodes(host: &Host) -> Result<Vec<NodeRecord>> {
+    Registry::new(&host.files).nodes()
+}
+
+/// Revoke a site: its RabbitMQ and keystone users go (its hosts lose
+/// access at once) and its tokens stop working. Other sites are untouched.
+pub fn revoke_site(host: &Host, name: &str) -> Result<()> {
+    let registry = Registry::new(&host.files);
+    let _lock = registry.lock()?;
+    let mut site = registry.active_site(name)?;
+    let config = saved_config(&host.files)?;
+    let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
+    provision::remove_rabbit_user(host, name)?;
+    provision::remove_keystone_user(&cloud, name)?;
+    registry.remove_site_secrets(name)?;
+    // Its tokens stay on record, so a join with one is refused as a join to
+    // a revoked site rather than as an unknown token.
+    site.revoked_at = Some(rfc3339(SystemTime::now()));
+    registry.save_site(&site)?;
+    Ok(())
+}
+
+/// Remove a node: out of its aggregate, its compute service (with its
+/// compute node and resource provider) deleted, its record gone; the last
+/// node of a site takes the site's credentials with it.
+pub fn remove_node(host: &Host, hostname: &str) -> Result<()> {
+    let registry = Registry::new(&host.files);
+    let _lock = registry.lock()?;
+    let node = registry
+        .node(hostname)?
+        .with_context(|| format!("there is no node {hostname}; `dcn node list` shows the nodes"))?;
+    let config = saved_config(&host.files)?;
+    let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
+    let site = registry.site(&node.site)?;
+    if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
+        provision::remove_from_aggregate(&cloud, aggregate, hostname)?;
+    }
+    let services = cloud.get(
+        "compute",
+        &format!("/os-services?binary=nova-compute&host={hostname}"),
+    )?;
+    for s in services["services"].as_array().cloned().unwrap_or_default() {
+        let id = s["id"]
+            .as_str()
+            .map(String::from)
+            .or_else(|| s["id"].as_u64().map(|i| i.to_string()));
+        let Some(id) = id else { continue };
+        if let Err(e) = cloud.request(
+            Method::DELETE,
+            "compute",
+            &format!("/os-services/{id}"),
+            None,
+        ) {
+            bail!(
+                "nova would not delete the compute service of {hostname} ({e:#}); delete or migrate its instances first"
+            );
+        }
+    }
+    // Nova deletes the resource provider with the service; make sure.
+    let rps = cloud.get("placement", &format!("/resource_providers?name={hostname}"))?;
+    for rp in rps["resource_providers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
+        if let Some(uuid) = rp["uuid"].as_str() {
+            cloud.request(
+                Method::DELETE,
+                "placement",
+                &format!("/resource_providers/{uuid}"),
+                None,
+            )?;
+        }
+    }
+    registry.remove_node(hostname)?;
+    let others = registry.nodes()?.into_iter().any(|n| n.site == node.site);
+    if !others && let Some(mut s) = site.filter(|s| s.revoked_at.is_none()) {
+        provision::remove_rabbit_user(host, &s.name)?;
+        provision::remove_keystone_user(&cloud, &s.name)?;
+        registry.remove_site_secrets(&s.name)?;
+        s.revoked_at = Some(rfc3339(SystemTime::now()));
+        registry.save_site(&s)?;
+        tracing::info!(
+            "{hostname} was the last node of site {}: its credentials were removed",
+            s.name
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! `dcn bundle export --site NAME`: create the site if it is new (or
+//! re-admit a revoked one with fresh credentials), record a join token by its
+//! hash, and write a bundle (format v1) that carries the CA, the endpoints,
+//! the site and the token — no long-lived password.
+
+use super::provision;
+use super::registry::{Registry, Site, SiteSecrets, TokenRecord};
+use crate::bundle::{BundleContents, JoinToken, save_bundle, write_bundle};
+use crate::config::types::SiteName;
+use crate::deployment::{Deployment, saved_config};
+use crate::host::Host;
+use crate::pki::Pin;
+use crate::secrets::generate_password;
+use crate::timefmt::rfc3339;
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+/// Options of `bundle export`.
+pub struct ExportOptions {
+    pub site: SiteName,
+    /// Default: the config's `bundle.ttl`.
+    pub ttl: Option<Duration>,
+    /// Default: the config's `bundle.maxUses`.
+    pub max_uses: Option<u32>,
+    pub output: PathBuf,
+}
+
+/// What export did.
+pub struct Exported {
+    pub path: PathBuf,
+    pub pin: Pin,
+    pub site_created: bool,
+    pub token_id: String,
+    pub not_after: SystemTime,
+    pub max_uses: u32,
+}
+
+/// Export a join bundle for `opts.site`.
+pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
+    let files = &host.files;
+    let deployment = Deployment::load(files)?
+        .filter(|d| d.roles.iter().any(|r| r == "controller"))
+        .context("this host is not a dcn control plane: run `dcn standalone init` first")?;
+    let config = saved_config(files)?;
+    let ttl = opts.ttl.unwrap_or(config.bundle.ttl.0);
+    let max_uses = opts.max_uses.unwrap_or(config.bundle.max_uses);
+    if max_uses == 0 {
+        bail!("--max-uses must be at least 1");
+    }
+    let ca = crate::standalone::secrets::load_ca(files)?;
+    let region = config.control_plane.region.to_string();
+    let registry = Registry::new(files);
+    let _lock = registry.lock()?;
+
+    // The site: new, revoked (re-admitted with fresh credentials) or known.
+    let site_name = opts.site.as_str();
+    let existing = registry.site(site_name)?;
+    let site_created = existing.as_ref().is_none_or(|s| s.revoked_at.is_some());
+    let secrets = match (site_created, registry.site_secrets(site_name)?) {
+        (false, Some(s)) => s,
+        _ => SiteSecrets {
+            rabbit_password: generate_password(),
+            keystone_password: generate_password(),
+        },
+    };
+    let cloud = provision::admin_cloud(host, &region)?;
+    provision::ensure_rabbit_user(host, site_name, &secrets.rabbit_password)?;
+    provision::ensure_keystone_user(&cloud, site_name, &secrets.keystone_password)?;
+    let aggregate = provision::ensure_aggregate(&cloud, site_name)?;
+    registry.save_site_secrets(site_name, &secrets)?;
+    registry.save_site(&Site {
+        name: site_name.to_string(),
+        created_at: match &existing {
+            Some(s) if s.revoked_at.is_none() => s.created_at.clone(),
+            _ => rfc3339(SystemTime::now()),
+        },
+        aggregate_id: Some(aggregate),
+        revoked_at: None,
+    })?;
+
+    // The token, stored as its hash only.
+    let token = JoinToken::generate();
+    let now = SystemTime::now();
+    let not_after = now + ttl;
+    registry.save_token(&TokenRecord {
+        id: token.id.clone(),
+        hash: token.hash(),
+        site: site_name.to_string(),
+        created_at: rfc3339(now),
+        not_after: rfc3339(not_after),
+        max_uses,
+        uses: 0,
+    })?;
+
+    let address = &deployment.address;
+    let custom = |text: &str| {
+        if text.trim().is_empty() {
+            String::new()
+        } else {
+            format!(
+                "    {}",
+                serde_yaml::to_string(text)
+                    .expect("a string serialises")
+                    .trim_end()
+                    .replace('\n', "\n    ")
+            )
+        }
+    };
+    let nova_custom = custom(config.services.nova_compute.custom_service_config.as_str());
+    let metadata_custom = custom(
+        config
+            .services
+            .ovn_metadata_agent
+            .custom_service_config
+            .as_str(),
+    );
+    let mut custom_yaml = String::new();
+    if !nova_custom.is_empty() {
+        custom_yaml.push_str(&format!("  novaCompute:\n{nova_custom}\n"));
+    }
+    if !metadata_custom.is_empty() {
+        custom_yaml.push_str(&format!("  ovnMetadataAgent:\n{metadata_custom}\n"));
+    }
+    let join_port = config.control_plane.join_port.0;
+    let manifest_yaml = format!(
+        "formatVersion: 1\nsite: {site_name}\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://{address}:{join_port}\n  region: {region}\n  endpoints:\n    identity: https://{address}:5000/v3\n    placement: https://{address}:8778\n    compute: https://{address}:8774/v2.1\n    image: https://{address}:9292\n    network: https://{address}:9696\n    novncproxy: https://{address}:6080/vnc_auto.html\n  messaging:\n    host: {address}\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:{address}:6642\nhosts:\n- address: {address}\n  names: [{}]\ncustomServiceConfig:{}\ntokenId: {}\nmembers: {{}}\n",
+        rfc3339(now),
+        rfc3339(not_after),
+        deployment.hostname,
+        if custom_yaml.is_empty() {
+            " {}\n".to_string()
+        } else {
+            format!("\n{custom_yaml}")
+        },
+        token.id,
+    );
+    let manifest = crate::config::parse(&manifest_yaml, "the exported manifest")
+        .map_err(|e| anyhow::anyhow!("internal error building the manifest: {e}"))?;
+    let bytes = write_bundle(
+        &BundleContents {
+            manifest,
+            ca_cert_pem: ca.cert_pem().to_string(),
+            token: token.clone(),
+        },
+        &ca,
+    )?;
+    save_bundle(&opts.output, &bytes)
+        .with_context(|| format!("writing {}", opts.output.display()))?;
+    Ok(Exported {
+        path: opts.output.clone(),
+        pin: ca.pin(),
+        site_created,
+        token_id: token.id.clone(),
+        not_after,
+        max_uses,
+    })
+}

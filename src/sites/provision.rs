@@ -1,0 +1,192 @@
+//! What a site is on the control plane: a RabbitMQ user and a keystone
+//! user of its own (so one site can be revoked without touching others) and
+//! a nova host aggregate whose availability zone is the site's name.
+
+use super::site_user;
+use crate::host::{Cmd, Host};
+use crate::openstack::{Cloud, Credentials, identity};
+use crate::secrets::{PasswordStore, Secret};
+use anyhow::{Context, Result, bail};
+use reqwest::Method;
+use serde_json::json;
+
+/// The admin on this control plane, through the loopback endpoints.
+pub fn admin_cloud(host: &Host, region: &str) -> Result<Cloud> {
+    let passwords = PasswordStore::load(&host.files)?;
+    Cloud::login(
+        &Credentials {
+            auth_url: "http://127.0.0.1:5000/v3".into(),
+            username: "admin".into(),
+            password: passwords.get("keystone_admin")?.clone(),
+            project: "admin".into(),
+            region: region.into(),
+            interface: "internal".into(),
+        },
+        None,
+    )
+    .context("logging in to the control plane as admin (is `dcn standalone init` finished?)")
+}
+
+fn rabbitmqctl(
+    host: &Host,
+    what: &str,
+    args: &[&str],
+    stdin: Option<&Secret>,
+) -> Result<crate::host::CmdOutput> {
+    let mut c = Cmd::new(what, "rabbitmqctl")
+        .args(args.iter().copied())
+        .unchecked();
+    if let Some(s) = stdin {
+        c = c.stdin(s.clone());
+    }
+    host.runner.run(&c)
+}
+
+/// Create or update the site's RabbitMQ user (password on stdin).
+pub fn ensure_rabbit_user(host: &Host, site: &str, password: &Secret) -> Result<()> {
+    let user = site_user(site);
+    let users = rabbitmqctl(
+        host,
+        "listing RabbitMQ users",
+        &["list_users", "--quiet", "--no-table-headers"],
+        None,
+    )?;
+    let exists = users
+        .stdout
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(user.as_str()));
+    let (what, args): (String, Vec<&str>) = if exists {
+        (
+            format!("setting the password of RabbitMQ user {user}"),
+            vec!["change_password", &user],
+        )
+    } else {
+        (
+            format!("creating RabbitMQ user {user}"),
+            vec!["add_user", &user],
+        )
+    };
+    let out = rabbitmqctl(host, &what, &args, Some(password))?;
+    if !out.success() {
+        bail!("{what} failed: {}", out.stderr.trim());
+    }
+    let out = rabbitmqctl(
+        host,
+        "granting RabbitMQ permissions",
+        &["set_permissions", "-p", "/", &user, ".*", ".*", ".*"],
+        None,
+    )?;
+    if !out.success() {
+        bail!(
+            "granting permissions to RabbitMQ user {user} failed: {}",
+            out.stderr.trim()
+        );
+    }
+    Ok(())
+}
+
+/// Remove the site's RabbitMQ user (its connections are closed).
+pub fn remove_rabbit_user(host: &Host, site: &str) -> Result<()> {
+    let user = site_user(site);
+    let out = rabbitmqctl(
+        host,
+        &format!("removing RabbitMQ user {user}"),
+        &["delete_user", &user],
+        None,
+    )?;
+    if !out.success()
+        && !out.stderr.contains("does not exist")
+        && !out.stdout.contains("does not exist")
+    {
+        bail!(
+            "removing RabbitMQ user {user} failed: {}",
+            out.stderr.trim()
+        );
+    }
+    Ok(())
+}
+
+/// Create or update the site's keystone user in the `service` project
+/// with the admin and service roles, as nova's own user.
+pub fn ensure_keystone_user(cloud: &Cloud, site: &str, password: &Secret) -> Result<()> {
+    let project = identity::ensure_project(cloud, "service", "OpenStack services")?;
+    let user = identity::ensure_user(cloud, &site_user(site), password, &project)?;
+    for role in ["admin", "service"] {
+        let r = identity::ensure_role(cloud, role)?;
+        identity::grant(cloud, &project, &user, &r)?;
+    }
+    Ok(())
+}
+
+/// Delete the site's keystone user, if it exists.
+pub fn remove_keystone_user(cloud: &Cloud, site: &str) -> Result<()> {
+    let v = cloud.get(
+        "identity",
+        &format!("/users?name={}&domain_id=default", site_user(site)),
+    )?;
+    if let Some(id) = v["users"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(|u| u["id"].as_str())
+    {
+        cloud.request(Method::DELETE, "identity", &format!("/users/{id}"), None)?;
+    }
+    Ok(())
+}
+
+/// The site's host aggregate (availability zone = site); returns its id.
+pub fn ensure_aggregate(cloud: &Cloud, site: &str) -> Result<u64> {
+    let v = cloud.get("compute", "/os-aggregates")?;
+    if let Some(a) = v["aggregates"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == site))
+    {
+        if a["availability_zone"] != site {
+            bail!(
+                "host aggregate {site} exists with availability zone {}; dcn uses the site name as the zone: rename or remove that aggregate",
+                a["availability_zone"]
+            );
+        }
+        return a["id"].as_u64().context("an aggregate without an id");
+    }
+    let v = cloud.post(
+        "compute",
+        "/os-aggregates",
+        &json!({"aggregate": {"name": site, "availability_zone": site}}),
+    )?;
+    v["aggregate"]["id"]
+        .as_u64()
+        .context("nova created an aggregate without an id")
+}
+
+/// Add a compute host to the site's aggregate (idempotent).
+pub fn add_to_aggregate(cloud: &Cloud, aggregate: u64, host: &str) -> Result<()> {
+    let v = cloud.get("compute", &format!("/os-aggregates/{aggregate}"))?;
+    let present = v["aggregate"]["hosts"]
+        .as_array()
+        .is_some_and(|h| h.iter().any(|x| x == host));
+    if !present {
+        cloud.post(
+            "compute",
+            &format!("/os-aggregates/{aggregate}/action"),
+            &json!({"add_host": {"host": host}}),
+        )?;
+    }
+    Ok(())
+}
+
+/// Remove a compute host from an aggregate (idempotent).
+pub fn remove_from_aggregate(cloud: &Cloud, aggregate: u64, host: &str) -> Result<()> {
+    let v = cloud.get("compute", &format!("/os-aggregates/{aggregate}"))?;
+    let present = v["aggregate"]["hosts"]
+        .as_array()
+        .is_some_and(|h| h.iter().any(|x| x == host));
+    if present {
+        cloud.post(
+            "compute",
+            &format!("/os-aggregates/{aggregate}/action"),
+            &json!({"remove_host": {"host": host}}),
+        )?;
+    }
+    Ok(())
+}

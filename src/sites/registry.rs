@@ -1,0 +1,292 @@
+//! Storage of sites, tokens and nodes: one JSON file per record, secrets in
+//! their own 0600 YAML files, and an exclusive lock around changes.
+
+use crate::host::{FileSpec, Files};
+use crate::secrets::Secret;
+use anyhow::{Context, Result, bail};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+const SITES: &str = "/var/lib/dcn/sites";
+const TOKENS: &str = "/var/lib/dcn/tokens";
+const NODES: &str = "/var/lib/dcn/nodes";
+const LOCK: &str = "/var/lib/dcn/registry.lock";
+
+/// An edge site: an availability zone with its own credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Site {
+    pub name: String,
+    pub created_at: String,
+    /// The nova host aggregate whose availability zone is the site.
+    pub aggregate_id: Option<u64>,
+    /// Set when the site was revoked; its credentials are gone.
+    pub revoked_at: Option<String>,
+}
+
+/// A site's credentials (RabbitMQ and keystone users share the name
+/// `dcn-site-<site>`, with separate passwords).
+pub struct SiteSecrets {
+    pub rabbit_password: Secret,
+    pub keystone_password: Secret,
+}
+
+/// A join token, by its public id; the secret part is kept only as a hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    pub id: String,
+    /// `sha256:<hex>` of the whole token.
+    pub hash: String,
+    pub site: String,
+    pub created_at: String,
+    pub not_after: String,
+    pub max_uses: u32,
+    pub uses: u32,
+}
+
+/// Where a joined node is in its journey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeState {
+    /// Credentials handed out; nova-compute not seen yet.
+    Joined,
+    /// Mapped to the cell and in its site's aggregate.
+    Placed,
+}
+
+/// A joined edge host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRecord {
+    pub hostname: String,
+    pub site: String,
+    pub address: String,
+    pub joined_at: String,
+    /// `sha256:<hex>` of the node's bearer secret for status requests.
+    pub secret_hash: String,
+    pub state: NodeState,
+    pub placed_at: Option<String>,
+}
+
+/// The registry on a host's files.
+pub struct Registry<'a> {
+    files: &'a Files,
+}
+
+/// An exclusive lock on the registry, released on drop.
+pub struct Lock {
+    _flock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl<'a> Registry<'a> {
+    pub fn new(files: &'a Files) -> Registry<'a> {
+        Registry { files }
+    }
+
+    /// Take the registry's lock (waits for another dcn holding it).
+    pub fn lock(&self) -> Result<Lock> {
+        for d in [SITES, TOKENS, NODES] {
+            self.files.ensure_dir(d, &FileSpec::private_dir())?;
+        }
+        let path = self.files.host_path(LOCK)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let flock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| anyhow::anyhow!("locking {}: {e}", path.display()))?;
+        Ok(Lock { _flock: flock })
+    }
+
+    fn load<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
+        match self.files.read_string(path)? {
+            None => Ok(None),
+            Some(t) => serde_json::from_str(&t)
+                .map(Some)
+                .with_context(|| format!("{path} is damaged")),
+        }
+    }
+
+    fn save<T: Serialize>(&self, path: &str, value: &T) -> Result<()> {
+        let text = serde_json::to_string_pretty(value).expect("serialisable") + "\n";
+        self.files
+            .write(path, text.as_bytes(), &FileSpec::secret())?;
+        Ok(())
+    }
+
+    fn list<T: DeserializeOwned>(&self, dir: &str) -> Result<Vec<T>> {
+        let hp = self.files.host_path(dir)?;
+        let Ok(entries) = std::fs::read_dir(&hp) else {
+            return Ok(Vec::new());
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort();
+        names
+            .iter()
+            .filter_map(|n| self.load(&format!("{dir}/{n}")).transpose())
+            .collect()
+    }
+
+    pub fn site(&self, name: &str) -> Result<Option<Site>> {
+        self.load(&format!("{SITES}/{name}.json"))
+    }
+
+    pub fn sites(&self) -> Result<Vec<Site>> {
+        self.list(SITES)
+    }
+
+    pub fn save_site(&self, site: &Site) -> Result<()> {
+        self.save(&format!("{SITES}/{}.json", site.name), site)
+    }
+
+    pub fn site_secrets(&self, name: &str) -> Result<Option<SiteSecrets>> {
+        let Some(text) = self
+            .files
+            .read_string(&format!("{SITES}/{name}.secrets.yaml"))?
+        else {
+            return Ok(None);
+        };
+        let map: BTreeMap<String, String> = serde_yaml::from_str(&text)
+            .with_context(|| format!("the credentials of site {name} are damaged"))?;
+        let get = |k: &str| {
+            map.get(k)
+                .cloned()
+                .map(Secret::new)
+                .with_context(|| format!("the credentials of site {name} lack {k}"))
+        };
+        Ok(Some(SiteSecrets {
+            rabbit_password: get("rabbitPassword")?,
+            keystone_password: get("keystonePassword")?,
+        }))
+    }
+
+    pub fn save_site_secrets(&self, name: &str, s: &SiteSecrets) -> Result<()> {
+        let text = format!(
+            "# dcn: credentials of edge site {name}. Secret.\nrabbitPassword: {}\nkeystonePassword: {}\n",
+            s.rabbit_password.expose(),
+            s.keystone_password.expose()
+        );
+        self.files.write(
+            &format!("{SITES}/{name}.secrets.yaml"),
+            text.as_bytes(),
+            &FileSpec::secret(),
+        )?;
+        Ok(())
+    }
+
+    pub fn remove_site_secrets(&self, name: &str) -> Result<()> {
+        self.files.remove(&format!("{SITES}/{name}.secrets.yaml"))?;
+        Ok(())
+    }
+
+    pub fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
+        if !id.bytes().all(|b| b.is_ascii_alphanumeric()) || id.is_empty() {
+            return Ok(None);
+        }
+        self.load(&format!("{TOKENS}/{id}.json"))
+    }
+
+    pub fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        self.list(TOKENS)
+    }
+
+    pub fn save_token(&self, t: &TokenRecord) -> Result<()> {
+        self.save(&format!("{TOKENS}/{}.json", t.id), t)
+    }
+
+    pub fn remove_token(&self, id: &str) -> Result<()> {
+        self.files.remove(&format!("{TOKENS}/{id}.json"))?;
+        Ok(())
+    }
+
+    pub fn node(&self, hostname: &str) -> Result<Option<NodeRecord>> {
+        if crate::config::types::Hostname::try_from(hostname.to_string()).is_err() {
+            return Ok(None);
+        }
+        self.load(&format!("{NODES}/{hostname}.json"))
+    }
+
+    pub fn nodes(&self) -> Result<Vec<NodeRecord>> {
+        self.list(NODES)
+    }
+
+    pub fn save_node(&self, n: &NodeRecord) -> Result<()> {
+        self.save(&format!("{NODES}/{}.json", n.hostname), n)
+    }
+
+    pub fn remove_node(&self, hostname: &str) -> Result<()> {
+        self.files.remove(&format!("{NODES}/{hostname}.json"))?;
+        Ok(())
+    }
+
+    /// The site's record, refusing unknown and revoked sites.
+    pub fn active_site(&self, name: &str) -> Result<Site> {
+        match self.site(name)? {
+            None => bail!("there is no site {name:?}; `dcn site list` shows the sites"),
+            Some(s) if s.revoked_at.is_some() => bail!("site {name} was revoked"),
+            Some(s) => Ok(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_with_private_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        let reg = Registry::new(&files);
+        let _lock = reg.lock().unwrap();
+        let site = Site {
+            name: "edge1".into(),
+            created_at: "2026-11-22T00:00:00Z".into(),
+            aggregate_id: Some(3),
+            revoked_at: None,
+        };
+        reg.save_site(&site).unwrap();
+        reg.save_site_secrets(
+            "edge1",
+            &SiteSecrets {
+                rabbit_password: Secret::new("r1"),
+                keystone_password: Secret::new("k1"),
+            },
+        )
+        .unwrap();
+        assert_eq!(reg.site("edge1").unwrap(), Some(site.clone()));
+        assert_eq!(reg.sites().unwrap(), vec![site]);
+        assert_eq!(
+            reg.site_secrets("edge1")
+                .unwrap()
+                .unwrap()
+                .keystone_password
+                .expose(),
+            "k1"
+        );
+        let mode = |p: &str| {
+            std::fs::metadata(dir.path().join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode("var/lib/dcn/sites"), 0o700);
+        assert_eq!(mode("var/lib/dcn/sites/edge1.secrets.yaml"), 0o600);
+        assert!(
+            reg.token("../x").unwrap().is_none(),
+            "ids are checked before use as file names"
+        );
+        assert!(reg.node("../etc").unwrap().is_none());
+        assert!(reg.active_site("nope").is_err());
+    }
+}
