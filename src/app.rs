@@ -293,6 +293,7 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
                 cache: args.cache,
                 edges: args.edges,
                 spare: args.spare,
+                edge_layer: !args.no_edge_layer,
                 dcn_binary,
                 config: args.config,
             })?;

@@ -35,6 +35,10 @@ prerequisites() {
     local missing=()
     command -v openssl >/dev/null || missing+=(openssl)
     command -v file >/dev/null || missing+=(file)
+    # tests/vagrant.rs validates vagrant/Vagrantfile (vagrant-libvirt needs
+    # modinfo, from kmod, to validate).
+    command -v vagrant >/dev/null || missing+=(vagrant vagrant-libvirt)
+    command -v modinfo >/dev/null || missing+=(kmod)
     # The BMC tests run the Redfish emulator (sushy-tools) from a virtualenv.
     command -v python3 >/dev/null || missing+=(python3)
     python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)

@@ -345,6 +345,9 @@ pub struct LabUpArgs {
     /// Extra edge hosts booted but not joined, to join by hand
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
     pub spare: u8,
+    /// Edges install their packages during `dcn join` instead of finding them preinstalled
+    #[arg(long)]
+    pub no_edge_layer: bool,
     /// Download cache (base root filesystem, packages), kept across labs
     #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_CACHE)]
     pub cache: PathBuf,

@@ -45,6 +45,9 @@ pub struct UpOptions {
     pub edges: u8,
     /// Extra edge hosts booted but not joined (for joining by hand).
     pub spare: u8,
+    /// Stack the cached edge layer (packages preinstalled, as on the edge
+    /// ISO) under edges; without it `dcn join` installs from the repository.
+    pub edge_layer: bool,
     /// The static dcn binary to run inside the containers.
     pub dcn_binary: PathBuf,
     /// Config for the control plane (defaults to the lab's).
@@ -137,7 +140,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     let repo = timer.phase("package repository", || {
         repo::ensure_repo(&runner, &opts.cache, &base, &packages)
     })?;
-    let edge_layer = if opts.edges + opts.spare > 0 {
+    let edge_layer = if opts.edge_layer && opts.edges + opts.spare > 0 {
         let edge_packages = recipes.packages_for_roles(&["edge"])?;
         let mut units: Vec<String> = recipes
             .services_for_roles(&["edge"])?
