@@ -185,18 +185,7 @@ fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
 fn standalone_init(args: InitArgs) -> Result<ExitCode> {
     use crate::standalone::PhaseName;
     let config = load_config(args.config.as_deref())?;
-    let until = match args.phase {
-        InitPhase::Preflight => PhaseName::Preflight,
-        InitPhase::Secrets => PhaseName::Secrets,
-        InitPhase::Packages => PhaseName::Packages,
-        InitPhase::Configure => PhaseName::Configure,
-        InitPhase::Infrastructure => PhaseName::Infrastructure,
-        InitPhase::Identity => PhaseName::Identity,
-        InitPhase::Services => PhaseName::Services,
-        InitPhase::Compute => PhaseName::Compute,
-        InitPhase::Verify => PhaseName::Verify,
-        InitPhase::Finalize => PhaseName::Finalize,
-    };
+    let until = args.phase;
     let ignore_preflight = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
     let host = crate::host::Host::system(&args.root, args.dry_run);
     let started = std::time::Instant::now();

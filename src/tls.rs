@@ -176,11 +176,12 @@ pub fn client_config_for(
             Arc::new(Observing::webpki(roots, presented)?)
         }
         ServerTrust::Pin(pin) => Arc::new(PinnedKey {
-            pin: pin.clone(),
+            pin: Some(pin.clone()),
             presented: presented.clone(),
             provider: provider(),
         }),
-        ServerTrust::Insecure => Arc::new(AnyKey {
+        ServerTrust::Insecure => Arc::new(PinnedKey {
+            pin: None,
             presented: presented.clone(),
             provider: provider(),
         }),
@@ -328,11 +329,13 @@ fn refusal_in_words(e: &rustls::Error) -> String {
     }
 }
 
-/// Accepts exactly one public key. The handshake signature is still checked
-/// against that key, so a server that only replays the certificate fails.
+/// Accepts exactly one public key, or with no pin (`--insecure`) any,
+/// recording what was presented. The handshake signature is still checked
+/// against the presented key, so a server that only replays a certificate
+/// fails.
 #[derive(Debug)]
 struct PinnedKey {
-    pin: Pin,
+    pin: Option<Pin>,
     presented: Presented,
     provider: Arc<rustls::crypto::CryptoProvider>,
 }
@@ -353,12 +356,12 @@ impl ServerCertVerifier for PinnedKey {
                 rustls::CertificateError::BadEncoding,
             ));
         };
-        if presented == self.pin {
+        let Some(expected) = self.pin.clone().filter(|p| *p != presented) else {
             self.presented.record(end_entity, None);
             return Ok(ServerCertVerified::assertion());
-        }
+        };
         let mismatch = PinMismatch {
-            expected: self.pin.clone(),
+            expected,
             presented,
         };
         self.presented
@@ -366,62 +369,6 @@ impl ServerCertVerifier for PinnedKey {
         Err(rustls::Error::InvalidCertificate(
             rustls::CertificateError::Other(rustls::OtherError(Arc::new(mismatch))),
         ))
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// Accepts any certificate (`--insecure`), recording it; the handshake
-/// signature is still checked, for what little that is worth.
-#[derive(Debug)]
-struct AnyKey {
-    presented: Presented,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for AnyKey {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        self.presented.record(end_entity, None);
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(

@@ -6,72 +6,28 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
-use std::str::FromStr;
 
-macro_rules! checked_string {
-    ($(#[$doc:meta])* $name:ident, $check:expr) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
-
-        impl $name {
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = String;
-            fn try_from(s: String) -> Result<Self, String> {
-                let check: fn(&str) -> Result<(), String> = $check;
-                check(&s)?;
-                Ok($name(s))
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                Self::try_from(s.to_string())
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(v: $name) -> String {
-                v.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-    };
-}
-
-checked_string!(
+crate::config::types::string_newtype!(
     /// An `https://` URL: an edge sends service credentials to it over the
     /// WAN, so plain HTTP is refused.
     HttpsUrl,
     |s| check_url(s, &["https"])
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// An `http://` or `https://` URL, for the VNC console's base URL, which
     /// is what a browser opens rather than where an edge sends credentials.
     WebUrl,
     |s| check_url(s, &["https", "http"])
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// A host name or an IP address.
     NetHost,
     |s| check_host(s).map_err(|why| format!("invalid host {s:?}: {why}"))
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// An OVN database remote over TLS: `ssl:<host>:<port>`, with an IPv6
     /// address in brackets (`ssl:[fd00::10]:6642`).
     OvnRemote,

@@ -243,31 +243,6 @@ pub enum StandaloneCommand {
     Init(InitArgs),
 }
 
-/// Phases of `standalone init`, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InitPhase {
-    /// Check the host
-    Preflight,
-    /// State directories, passwords, the CA and certificates
-    Secrets,
-    /// Install the packages (nothing starts)
-    Packages,
-    /// Write every configuration file
-    Configure,
-    /// MariaDB, RabbitMQ, memcached, OVN databases
-    Infrastructure,
-    /// Keystone and the catalog
-    Identity,
-    /// Placement, Glance, Nova, Neutron
-    Services,
-    /// nova-compute, OVN controller, metadata agent on this host
-    Compute,
-    /// Check the control plane through its APIs
-    Verify,
-    /// clouds.yaml and admin-openrc
-    Finalize,
-}
-
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Config file (StandaloneConfig); defaults apply without one
@@ -275,7 +250,7 @@ pub struct InitArgs {
     pub config: Option<PathBuf>,
     /// Run the phases up to and including this one (default: all)
     #[arg(long, value_enum, default_value = "finalize")]
-    pub phase: InitPhase,
+    pub phase: crate::standalone::PhaseName,
     /// Turn these failing preflight checks into warnings (comma-separated, or `all`)
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub ignore_preflight_errors: Vec<String>,

@@ -10,7 +10,6 @@ use super::{ApiVersion, ConfigError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::IpAddr;
-use std::str::FromStr;
 use std::time::Duration;
 
 /// An edge node's settings.
@@ -255,52 +254,10 @@ pub fn load_node(path: &std::path::Path) -> anyhow::Result<NodeConfig> {
     Ok(parse_node(&text, &path.display().to_string())?)
 }
 
-macro_rules! checked_string {
-    ($(#[$doc:meta])* $name:ident, $check:expr) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
-
-        impl $name {
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = String;
-            fn try_from(s: String) -> Result<Self, String> {
-                let check: fn(&str) -> Result<String, String> = $check;
-                Ok($name(check(&s)?))
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                Self::try_from(s.to_string())
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(v: $name) -> String {
-                v.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-    };
-}
-
-checked_string!(
+crate::config::types::string_newtype!(
     /// A block device path under /dev.
     DevicePath,
-    |s| {
+    normalize =    |s| {
         let ok = s.starts_with("/dev/")
             && s.len() > 5
             && !s.split('/').any(|c| c == "..")
@@ -313,10 +270,10 @@ checked_string!(
     }
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// A network interface name as the kernel has it (1-15 characters).
     InterfaceName,
-    |s| {
+    normalize =    |s| {
         let ok = (1..=15).contains(&s.len())
             && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
         if ok {
@@ -327,10 +284,10 @@ checked_string!(
     }
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// A MAC address, stored lowercase (`52:54:00:12:34:56`).
     MacAddress,
-    |s| {
+    normalize =    |s| {
         let parts: Vec<&str> = s.split([':', '-']).collect();
         let ok = parts.len() == 6
             && parts
@@ -344,10 +301,10 @@ checked_string!(
     }
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// An NTP server: a host name or an IP address.
     NtpServer,
-    |s| {
+    normalize =    |s| {
         if s.parse::<IpAddr>().is_ok() || s.parse::<Hostname>().is_ok() {
             Ok(s.to_string())
         } else {
@@ -356,10 +313,10 @@ checked_string!(
     }
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// One OpenSSH public key line (`ssh-ed25519 AAAA... comment`).
     SshPublicKey,
-    |s| {
+    normalize =    |s| {
         let s = s.trim();
         let mut words = s.split_whitespace();
         let kind = words.next().unwrap_or_default();
@@ -379,10 +336,10 @@ checked_string!(
     }
 );
 
-checked_string!(
+crate::config::types::string_newtype!(
     /// A CA pin, `sha256:` and 64 hex digits, as `dcn bundle export` prints.
     CaPin,
-    |s| {
+    normalize =    |s| {
         s.parse::<crate::pki::Pin>()
             .map(|p| p.to_string())
             .map_err(|e| format!("invalid CA pin {s:?} ({e}): copy the sha256:... pin `dcn bundle export` printed"))

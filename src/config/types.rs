@@ -3,14 +3,17 @@
 //! field's path and line.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+/// A validated string type. `string_newtype!(Name, check)` where `check`
+/// returns `Result<(), String>`; or `string_newtype!(Name, normalize = f)`
+/// where `f` returns the value to keep (e.g. lowercased). Either way a bad
+/// value is refused while the YAML is read, with its field path.
 macro_rules! string_newtype {
-    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+    ($(#[$doc:meta])* $name:ident, normalize = $norm:expr) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 
@@ -23,13 +26,12 @@ macro_rules! string_newtype {
         impl TryFrom<String> for $name {
             type Error = String;
             fn try_from(s: String) -> Result<Self, String> {
-                let check: fn(&str) -> Result<(), String> = $check;
-                check(&s)?;
-                Ok($name(s))
+                let normalize: fn(&str) -> Result<String, String> = $norm;
+                Ok($name(normalize(&s)?))
             }
         }
 
-        impl FromStr for $name {
+        impl std::str::FromStr for $name {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
                 Self::try_from(s.to_string())
@@ -42,13 +44,23 @@ macro_rules! string_newtype {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
     };
+    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $crate::config::types::string_newtype!(
+            $(#[$doc])* $name,
+            normalize = |s| {
+                let check: fn(&str) -> Result<(), String> = $check;
+                check(s).map(|()| s.to_string())
+            }
+        );
+    };
 }
+pub(crate) use string_newtype;
 
 string_newtype!(
     /// A host name (RFC 1123): dot-separated labels of lowercase letters,

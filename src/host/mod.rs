@@ -11,7 +11,7 @@ mod users;
 pub use command::{Cmd, CmdOutput, RecordingRunner, Runner, SystemRunner};
 pub use files::{Change, FileSpec, Files, PlannedChange};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Everything a deployment step may touch.
@@ -42,5 +42,26 @@ impl Host {
             runner,
             dry_run,
         }
+    }
+}
+
+/// Whether `path` is a mount point (listed in /proc/self/mountinfo).
+pub fn is_mountpoint(path: &Path) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = path.to_string_lossy();
+    info.lines().any(|l| l.split(' ').nth(4) == Some(&want))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_is_a_mountpoint_and_a_tempdir_is_not() {
+        assert!(is_mountpoint(Path::new("/")));
+        let d = tempfile::tempdir().unwrap();
+        assert!(!is_mountpoint(d.path()));
     }
 }

@@ -79,14 +79,7 @@ impl Drop for Mounts<'_> {
     }
 }
 
-/// Whether `path` is a mount point (listed in /proc/self/mountinfo).
-pub fn is_mountpoint(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = path.to_string_lossy();
-    info.lines().any(|l| l.split(' ').nth(4) == Some(&want))
-}
+pub use crate::host::is_mountpoint;
 
 #[cfg(test)]
 mod tests {

@@ -390,15 +390,7 @@ fn values(
     set(&mut v.cp, "authUrl", &auth);
     set(&mut v.cp, "publicAuthUrl", &auth);
     set(&mut v.cp, "cafile", ca);
-    set(&mut v.host, "hostname", hostname);
-    set(&mut v.host, "address", &address.to_string());
-    set(&mut v.host, "virtType", &facts.virt_type);
-    set(
-        &mut v.host,
-        "container",
-        if facts.container { "true" } else { "false" },
-    );
-    set(&mut v.host, "ovsDatapath", &facts.ovs_datapath);
+    v.host = facts.host_values(hostname, &address.to_string());
     v.roles = vec!["edge".into()];
     set(&mut v.network, "encapsulation", "geneve");
     set(&mut v.network, "bridgeMappings", "physnet1:br-ex");

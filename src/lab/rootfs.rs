@@ -3,7 +3,7 @@
 //! the lab directory (mounting takes a fraction of a second where copying
 //! the tree takes minutes).
 
-use crate::host::{Cmd, Runner};
+use crate::host::{Cmd, Runner, is_mountpoint};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -163,15 +163,6 @@ pub fn unmount(runner: &dyn Runner, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether `path` is a mount point (listed in /proc/self/mountinfo).
-pub fn is_mountpoint(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = path.to_string_lossy();
-    info.lines().any(|l| l.split(' ').nth(4) == Some(&want))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,12 +181,5 @@ mod tests {
             Some("http://mirror.test/debian".into())
         );
         assert_eq!(find_bookworm_uri("deb http://x trixie main\n"), None);
-    }
-
-    #[test]
-    fn root_is_a_mountpoint_and_a_tempdir_is_not() {
-        assert!(is_mountpoint(Path::new("/")));
-        let d = tempfile::tempdir().unwrap();
-        assert!(!is_mountpoint(d.path()));
     }
 }

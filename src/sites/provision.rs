@@ -44,7 +44,12 @@ fn rabbitmqctl(
 
 /// Create or update the site's RabbitMQ user (password on stdin).
 pub fn ensure_rabbit_user(host: &Host, site: &str, password: &Secret) -> Result<()> {
-    let user = site_user(site);
+    ensure_rabbit_account(host, &site_user(site), password)
+}
+
+/// Create a RabbitMQ user or set its password (on stdin: without a password
+/// argument rabbitmqctl reads it there), with all permissions on `/`.
+pub fn ensure_rabbit_account(host: &Host, user: &str, password: &Secret) -> Result<()> {
     let users = rabbitmqctl(
         host,
         "listing RabbitMQ users",
@@ -54,16 +59,16 @@ pub fn ensure_rabbit_user(host: &Host, site: &str, password: &Secret) -> Result<
     let exists = users
         .stdout
         .lines()
-        .any(|l| l.split_whitespace().next() == Some(user.as_str()));
+        .any(|l| l.split_whitespace().next() == Some(user));
     let (what, args): (String, Vec<&str>) = if exists {
         (
             format!("setting the password of RabbitMQ user {user}"),
-            vec!["change_password", &user],
+            vec!["change_password", user],
         )
     } else {
         (
             format!("creating RabbitMQ user {user}"),
-            vec!["add_user", &user],
+            vec!["add_user", user],
         )
     };
     let out = rabbitmqctl(host, &what, &args, Some(password))?;
@@ -73,7 +78,7 @@ pub fn ensure_rabbit_user(host: &Host, site: &str, password: &Secret) -> Result<
     let out = rabbitmqctl(
         host,
         "granting RabbitMQ permissions",
-        &["set_permissions", "-p", "/", &user, ".*", ".*", ".*"],
+        &["set_permissions", "-p", "/", user, ".*", ".*", ".*"],
         None,
     )?;
     if !out.success() {

@@ -107,58 +107,12 @@ impl Step for RabbitUsers {
         digest([self.password.expose().as_bytes()])
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
-        let run =
-            |what: &str, args: &[&str], stdin: Option<&Secret>| -> Result<crate::host::CmdOutput> {
-                let mut c = Cmd::new(what, "rabbitmqctl")
-                    .args(args.iter().copied())
-                    .unchecked();
-                if let Some(s) = stdin {
-                    c = c.stdin(s.clone());
-                }
-                ctx.host.runner.run(&c)
-            };
-        run(
-            "removing RabbitMQ's guest user",
-            &["delete_user", "guest"],
-            None,
+        ctx.host.runner.run(
+            &Cmd::new("removing RabbitMQ's guest user", "rabbitmqctl")
+                .args(["delete_user", "guest"])
+                .unchecked(),
         )?;
-        let users = run(
-            "listing RabbitMQ users",
-            &["list_users", "--quiet", "--no-table-headers"],
-            None,
-        )?;
-        let exists = users
-            .stdout
-            .lines()
-            .any(|l| l.split_whitespace().next() == Some("openstack"));
-        // Without a password argument rabbitmqctl reads it from stdin.
-        let (what, args): (&str, &[&str]) = if exists {
-            (
-                "setting the password of RabbitMQ user openstack",
-                &["change_password", "openstack"],
-            )
-        } else {
-            (
-                "creating RabbitMQ user openstack",
-                &["add_user", "openstack"],
-            )
-        };
-        let out = run(what, args, Some(&self.password))?;
-        if !out.success() {
-            bail!("{what} failed: {}", out.stderr.trim());
-        }
-        let out = run(
-            "granting RabbitMQ permissions",
-            &["set_permissions", "-p", "/", "openstack", ".*", ".*", ".*"],
-            None,
-        )?;
-        if !out.success() {
-            bail!(
-                "granting permissions to RabbitMQ user openstack failed: {}",
-                out.stderr.trim()
-            );
-        }
-        Ok(())
+        crate::sites::provision::ensure_rabbit_account(ctx.host, "openstack", &self.password)
     }
 }
 

@@ -22,18 +22,28 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The phases of `init`, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// The phases of `init`, in order (`--phase` names one to stop after).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum PhaseName {
+    /// Check the host
     Preflight,
+    /// State directories, passwords, the CA and certificates
     Secrets,
+    /// Install the packages (nothing starts)
     Packages,
+    /// Write every configuration file
     Configure,
+    /// MariaDB, RabbitMQ, memcached, the API proxy, OVN databases
     Infrastructure,
+    /// Keystone and the catalog
     Identity,
+    /// Placement, Glance, Nova, Neutron, the join service
     Services,
+    /// nova-compute, OVN controller, metadata agent on this host
     Compute,
+    /// Check the control plane through its APIs
     Verify,
+    /// clouds.yaml and admin-openrc
     Finalize,
 }
 

@@ -23,6 +23,24 @@ pub struct HostFacts {
 }
 
 impl HostFacts {
+    /// The `host` values of recipes: this host's name, address and facts.
+    pub fn host_values(
+        &self,
+        hostname: &str,
+        address: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        [
+            ("hostname", hostname),
+            ("address", address),
+            ("virtType", self.virt_type.as_str()),
+            ("container", if self.container { "true" } else { "false" }),
+            ("ovsDatapath", self.ovs_datapath.as_str()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
     /// Read the facts of the host under `root`.
     pub fn detect(root: &Path) -> HostFacts {
         let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default();
@@ -101,15 +119,7 @@ pub fn control_plane_values(
     );
     set(&mut v.cp, "cafile", "");
 
-    set(&mut v.host, "hostname", &id.hostname);
-    set(&mut v.host, "address", &address);
-    set(&mut v.host, "virtType", &facts.virt_type);
-    set(
-        &mut v.host,
-        "container",
-        if facts.container { "true" } else { "false" },
-    );
-    set(&mut v.host, "ovsDatapath", &facts.ovs_datapath);
+    v.host = facts.host_values(&id.hostname, &address);
 
     v.roles = config
         .roles
