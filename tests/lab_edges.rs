@@ -375,6 +375,7 @@ fn lab_edge_sites_end_to_end() {
         again.contains("is still a node of site edge3"),
         "a second join converges: {again}"
     );
+    hand_over(&lab, "cp", "edge1", "/root/edge3.tar.gz");
     let out = lab.fails_on(
         "edge1",
         &["dcn", "join", "/root/edge3.tar.gz", "--ca-pin", &pin],

@@ -7,8 +7,10 @@
 # Stages: formatting, lints, unit and integration tests, the static release
 # binary (linkage, size, no OpenSSL), man pages in sync (part of cargo test),
 # and, as root with CI=true or DCN_LAB_E2E=1, the lab end to end: a real
-# control plane in a systemd-nspawn container (about 10 minutes once the
-# download cache in /var/cache/dcn-lab is warm); and, as root when images/
+# control plane in a systemd-nspawn container (tests/lab_e2e.rs, about 10
+# minutes once the download cache in /var/cache/dcn-lab is warm), then two
+# edge sites and the DCN failure modes (tests/lab_edges.rs, about 25
+# minutes); and, as root when images/
 # or src/image/ changed in the last commit (or with DCN_IMAGE_E2E=1), the
 # edge ISO end to end under qemu: build, embed, install, first boot (about
 # 20 minutes with a cold /var/cache/dcn-image, 12 with a warm one).
@@ -107,7 +109,7 @@ stage test cargo test --locked
 stage static-binary static_binary
 
 if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
-    stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e -- --nocapture
+    stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e --test lab_edges -- --nocapture
 else
     echo "==> lab-e2e skipped (needs root, and CI=true or DCN_LAB_E2E=1)"
 fi
