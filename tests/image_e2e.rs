@@ -4,7 +4,10 @@
 //! rebooted, then boot the disk and check that the first-boot unit started
 //! `dcn join` with the embedded bundle and the node's settings, and that
 //! the bundle verified while the control plane (an unreachable address) is
-//! waited for. Wall times go to `report.json` in the work directory.
+//! waited for. The ISO and the installed disk boot once more under UEFI
+//! firmware (OVMF): the ISO up to the installer's start, the disk up to
+//! first boot's `dcn join`. Wall times go to `report.json` in the work
+//! directory.
 //!
 //! It needs root, qemu-system-x86 and the image build tools, and takes
 //! about half an hour on two cores: it runs when DCN_IMAGE_E2E=1
@@ -19,6 +22,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 const WORK: &str = "/var/cache/dcn-image/e2e";
 const MAC: &str = "52:54:00:12:34:56";
+/// Debian's OVMF build with its variable store inside (package `ovmf`).
+const OVMF: &str = "/usr/share/ovmf/OVMF.fd";
 
 fn enabled() -> bool {
     if std::env::var("DCN_IMAGE_E2E").as_deref() != Ok("1") {
@@ -354,6 +359,37 @@ fn edge_iso_installs_and_first_boot_joins() {
         "{}",
         tail(&log)
     );
+    drop(g);
+
+    // The same disk under UEFI: the installer's removable-path GRUB on the
+    // ESP boots it, and the first-boot unit runs join again (not joined yet).
+    let t = Instant::now();
+    let mut g = Guest::boot("uefi-disk", &["-bios", OVMF, "-drive", &drive], &dir);
+    assert!(
+        g.wait_for(&[&join_line], Duration::from_secs(900)),
+        "the installed disk did not boot to first boot's join under UEFI within 15 min:\n{}",
+        tail(&g.log())
+    );
+    time("UEFI: disk to first-boot join", t);
+    drop(g);
+
+    // The ISO under UEFI, without a disk: the live system starts the
+    // installer (which then finds no disk; it is stopped before that).
+    let t = Instant::now();
+    let mut g = Guest::boot(
+        "uefi-iso",
+        &["-bios", OVMF, "-cdrom", node_iso.to_str().unwrap()],
+        &dir,
+    );
+    assert!(
+        g.wait_for(
+            &["dcn install: reading the node payload"],
+            Duration::from_secs(900)
+        ),
+        "the ISO did not boot to the installer under UEFI within 15 min:\n{}",
+        tail(&g.log())
+    );
+    time("UEFI: ISO to installer start", t);
     drop(g);
 
     let report = serde_json::json!({

@@ -10,10 +10,11 @@
 # control plane in a systemd-nspawn container (tests/lab_e2e.rs, about 10
 # minutes once the download cache in /var/cache/dcn-lab is warm), then two
 # edge sites and the DCN failure modes (tests/lab_edges.rs, about 25
-# minutes); and, as root when images/
-# or src/image/ changed in the last commit (or with DCN_IMAGE_E2E=1), the
-# edge ISO end to end under qemu: build, embed, install, first boot (about
-# 20 minutes with a cold /var/cache/dcn-image, 12 with a warm one).
+# minutes); and, as root when images/, src/image/ or tests/image_e2e.rs
+# changed in the last commit (or with DCN_IMAGE_E2E=1), the edge ISO end to
+# end under qemu: build, embed, install, first boot, then the disk and the
+# ISO again under UEFI (about 25 minutes with a cold /var/cache/dcn-image,
+# 12 with a warm one).
 # DCN_IMAGE_E2E=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -93,11 +94,12 @@ image_prerequisites() {
         command -v "$t" >/dev/null || missing+=("$t")
     done
     [[ -d /usr/lib/grub/i386-pc && -d /usr/lib/grub/x86_64-efi ]] || missing+=(grub)
+    [[ -f /usr/share/ovmf/OVMF.fd ]] || missing+=(ovmf)
     if ((${#missing[@]})) || ! qemu-img --version | grep -q 'version 7\.2'; then
         DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y \
             --no-install-recommends --allow-downgrades \
             debootstrap squashfs-tools xorriso grub-pc-bin grub-efi-amd64-bin grub-common \
-            mtools dosfstools fdisk qemu-system-x86 qemu-utils/bookworm \
+            mtools dosfstools fdisk ovmf qemu-system-x86 qemu-utils/bookworm \
             qemu-system-common/bookworm qemu-system-data/bookworm
     fi
 }
