@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, SystemTime};
 
 fn dcn(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dcn"))
@@ -20,37 +19,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-const TOKEN: &str = "abc123.0123456789abcdefghijklmnopqrstuv";
-
-/// A bundle for site edge1 that expires `ttl` from now (negative: expired).
-fn write_bundle(
-    dir: &Path,
-    name: &str,
-    ttl_secs: i64,
-    ca: &dcn::pki::CertificateAuthority,
-) -> std::path::PathBuf {
-    let now = SystemTime::now();
-    let created = now - Duration::from_secs(3600 * 48);
-    let not_after = if ttl_secs >= 0 {
-        now + Duration::from_secs(ttl_secs as u64)
-    } else {
-        now - Duration::from_secs((-ttl_secs) as u64)
-    };
-    let manifest = format!(
-        "formatVersion: 1\nsite: edge1\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://10.240.0.10:9443\n  region: RegionOne\n  endpoints:\n    identity: https://10.240.0.10:5000/v3\n    placement: https://10.240.0.10:8778\n    compute: https://10.240.0.10:8774/v2.1\n    image: https://10.240.0.10:9292\n    network: https://10.240.0.10:9696\n    novncproxy: https://10.240.0.10:6080/vnc_auto.html\n  messaging:\n    host: 10.240.0.10\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:10.240.0.10:6642\nhosts: []\ncustomServiceConfig: {{}}\ntokenId: abc123\nmembers: {{}}\n",
-        dcn::timefmt::rfc3339(created),
-        dcn::timefmt::rfc3339(not_after)
-    );
-    let contents = dcn::bundle::BundleContents {
-        manifest: dcn::config::parse(&manifest, "test").unwrap(),
-        ca_cert_pem: ca.cert_pem().to_string(),
-        token: TOKEN.parse().unwrap(),
-    };
-    let bytes = dcn::bundle::write_bundle(&contents, ca).unwrap();
-    let path = dir.join(name);
-    dcn::bundle::save_bundle(&path, &bytes).unwrap();
-    path
-}
+#[path = "support/bundle.rs"]
+mod bundle_support;
+use bundle_support::{TOKEN, write_lab_bundle as write_bundle};
 
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

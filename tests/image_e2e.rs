@@ -18,7 +18,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
+
+#[path = "support/bundle.rs"]
+mod bundle_support;
 
 const WORK: &str = "/var/cache/dcn-image/e2e";
 const MAC: &str = "52:54:00:12:34:56";
@@ -180,19 +183,7 @@ fn edge_iso_installs_and_first_boot_joins() {
     let pin = dcn::pki::Pin::of_cert_pem(ca.cert_pem())
         .unwrap()
         .to_string();
-    let now = SystemTime::now();
-    let manifest = format!(
-        "formatVersion: 1\nsite: edge1\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://10.240.0.10:9443\n  region: RegionOne\n  endpoints:\n    identity: https://10.240.0.10:5000/v3\n    placement: https://10.240.0.10:8778\n    compute: https://10.240.0.10:8774/v2.1\n    image: https://10.240.0.10:9292\n    network: https://10.240.0.10:9696\n    novncproxy: https://10.240.0.10:6080/vnc_auto.html\n  messaging:\n    host: 10.240.0.10\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:10.240.0.10:6642\nhosts:\n- address: 10.240.0.10\n  names: [cp.lab.test]\ncustomServiceConfig: {{}}\ntokenId: e2e001\nmembers: {{}}\n",
-        dcn::timefmt::rfc3339(now - Duration::from_secs(60)),
-        dcn::timefmt::rfc3339(now + Duration::from_secs(24 * 3600))
-    );
-    let contents = dcn::bundle::BundleContents {
-        manifest: dcn::config::parse(&manifest, "e2e").unwrap(),
-        ca_cert_pem: ca.cert_pem().to_string(),
-        token: "e2e001.0123456789abcdefghijklmnopqrstuv".parse().unwrap(),
-    };
-    let bundle = dir.join("edge1.tar.gz");
-    dcn::bundle::save_bundle(&bundle, &dcn::bundle::write_bundle(&contents, &ca).unwrap()).unwrap();
+    let bundle = bundle_support::write_lab_bundle(&dir, "edge1.tar.gz", 24 * 3600, &ca);
     let node = dir.join("node1.yaml");
     std::fs::write(
         &node,

@@ -6,9 +6,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-const TOKEN: &str = "abc123.0123456789abcdefghijklmnopqrstuv";
+#[path = "support/bundle.rs"]
+mod bundle_support;
+use bundle_support::write_lab_bundle as bundle;
 const SECRET: &str = "0123456789abcdefghijklmnopqrstuv";
 
 fn dcn(args: &[&str]) -> Output {
@@ -30,30 +32,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/iso")
         .join(name)
-}
-
-/// A bundle for site edge1 expiring `ttl_secs` from now (negative: expired).
-fn bundle(dir: &Path, name: &str, ttl_secs: i64, ca: &dcn::pki::CertificateAuthority) -> PathBuf {
-    let now = SystemTime::now();
-    let not_after = if ttl_secs >= 0 {
-        now + Duration::from_secs(ttl_secs as u64)
-    } else {
-        now - Duration::from_secs((-ttl_secs) as u64)
-    };
-    let manifest = format!(
-        "formatVersion: 1\nsite: edge1\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://10.240.0.10:9443\n  region: RegionOne\n  endpoints:\n    identity: https://10.240.0.10:5000/v3\n    placement: https://10.240.0.10:8778\n    compute: https://10.240.0.10:8774/v2.1\n    image: https://10.240.0.10:9292\n    network: https://10.240.0.10:9696\n    novncproxy: https://10.240.0.10:6080/vnc_auto.html\n  messaging:\n    host: 10.240.0.10\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:10.240.0.10:6642\nhosts:\n- address: 10.240.0.10\n  names: [cp.lab.test]\ncustomServiceConfig: {{}}\ntokenId: abc123\nmembers: {{}}\n",
-        dcn::timefmt::rfc3339(now - Duration::from_secs(7200)),
-        dcn::timefmt::rfc3339(not_after)
-    );
-    let contents = dcn::bundle::BundleContents {
-        manifest: dcn::config::parse(&manifest, "test").unwrap(),
-        ca_cert_pem: ca.cert_pem().to_string(),
-        token: TOKEN.parse().unwrap(),
-    };
-    let bytes = dcn::bundle::write_bundle(&contents, ca).unwrap();
-    let path = dir.join(name);
-    dcn::bundle::save_bundle(&path, &bytes).unwrap();
-    path
 }
 
 fn node(dir: &Path, pin: Option<&str>, extra: &str) -> PathBuf {

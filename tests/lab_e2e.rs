@@ -57,59 +57,10 @@ fn lab_control_plane_end_to_end() {
     // A tenant network, an image, and a server on the standalone host's own
     // nova-compute: a real qemu guest (libvirt runs in the container; the
     // fake driver is not used).
-    lab.ok(&["openstack", "network", "create", "e2e-net"]);
-    lab.ok(&[
-        "openstack",
-        "subnet",
-        "create",
-        "--network",
-        "e2e-net",
-        "--subnet-range",
-        "192.168.77.0/24",
-        "e2e-subnet",
-    ]);
-    lab.ok(&["truncate", "-s", "16M", "/var/tmp/e2e.img"]);
-    lab.ok(&[
-        "openstack",
-        "image",
-        "create",
-        "--file",
-        "/var/tmp/e2e.img",
-        "--disk-format",
-        "raw",
-        "--container-format",
-        "bare",
-        "e2e-image",
-    ]);
-    let image = lab.json(&["openstack", "image", "show", "e2e-image"]);
+    let image = lab.guest_prerequisites("192.168.77.0/24");
     assert_eq!(image["status"], "active", "{image}");
-    lab.ok(&[
-        "openstack",
-        "flavor",
-        "create",
-        "--ram",
-        "128",
-        "--disk",
-        "1",
-        "--vcpus",
-        "1",
-        "e2e-flavor",
-    ]);
     let started = Instant::now();
-    lab.ok(&[
-        "openstack",
-        "server",
-        "create",
-        "--flavor",
-        "e2e-flavor",
-        "--image",
-        "e2e-image",
-        "--network",
-        "e2e-net",
-        "--wait",
-        "e2e-server",
-    ]);
-    let server = lab.json(&["openstack", "server", "show", "e2e-server"]);
+    let server = lab.create_server("e2e-server", None);
     assert_eq!(server["status"], "ACTIVE", "{server}");
     eprintln!("server ACTIVE in {:.1}s", started.elapsed().as_secs_f64());
     assert!(lab.ok(&["virsh", "list", "--name"]).contains("instance-"));

@@ -152,60 +152,9 @@ fn lab_edge_sites_end_to_end() {
     );
 
     // A server requested in each zone lands on that site's host.
-    lab.ok(&["openstack", "network", "create", "net"]);
-    lab.ok(&[
-        "openstack",
-        "subnet",
-        "create",
-        "--network",
-        "net",
-        "--subnet-range",
-        "192.168.88.0/24",
-        "subnet",
-    ]);
-    lab.ok(&["truncate", "-s", "16M", "/var/tmp/e2e.img"]);
-    lab.ok(&[
-        "openstack",
-        "image",
-        "create",
-        "--file",
-        "/var/tmp/e2e.img",
-        "--disk-format",
-        "raw",
-        "--container-format",
-        "bare",
-        "img",
-    ]);
-    lab.ok(&[
-        "openstack",
-        "flavor",
-        "create",
-        "--ram",
-        "128",
-        "--disk",
-        "1",
-        "--vcpus",
-        "1",
-        "tiny",
-    ]);
+    lab.guest_prerequisites("192.168.88.0/24");
     for site in ["edge1", "edge2"] {
-        let name = format!("vm-{site}");
-        lab.ok(&[
-            "openstack",
-            "server",
-            "create",
-            "--flavor",
-            "tiny",
-            "--image",
-            "img",
-            "--network",
-            "net",
-            "--availability-zone",
-            site,
-            "--wait",
-            &name,
-        ]);
-        let s = lab.json(&["openstack", "server", "show", &name]);
+        let s = lab.create_server(&format!("vm-{site}"), Some(site));
         assert_eq!(s["status"], "ACTIVE", "{s}");
         assert_eq!(s["OS-EXT-SRV-ATTR:host"], site, "{s}");
         assert!(
@@ -260,25 +209,8 @@ fn lab_edge_sites_end_to_end() {
         "nova-compute took {back:?} to come back"
     );
     assert_eq!(running_guests(&lab, "edge1"), guest);
-    lab.ok(&[
-        "openstack",
-        "server",
-        "create",
-        "--flavor",
-        "tiny",
-        "--image",
-        "img",
-        "--network",
-        "net",
-        "--availability-zone",
-        "edge1",
-        "--wait",
-        "vm-edge1-after",
-    ]);
-    assert_eq!(
-        lab.json(&["openstack", "server", "show", "vm-edge1-after"])["status"],
-        "ACTIVE"
-    );
+    let s = lab.create_server("vm-edge1-after", Some("edge1"));
+    assert_eq!(s["status"], "ACTIVE", "{s}");
 
     // Refused joins on the spare host edge3 change nothing.
     let pin = export(

@@ -111,6 +111,72 @@ impl Lab {
         serde_json::from_str(&self.ok(&a)).unwrap()
     }
 
+    /// What a server needs, made on the control plane: a tenant network
+    /// `net` with a subnet of `cidr`, a 16 MiB raw image `img` and a flavor
+    /// `tiny`. Returns the image as glance shows it.
+    pub fn guest_prerequisites(&self, cidr: &str) -> Value {
+        self.ok(&["openstack", "network", "create", "net"]);
+        self.ok(&[
+            "openstack",
+            "subnet",
+            "create",
+            "--network",
+            "net",
+            "--subnet-range",
+            cidr,
+            "subnet",
+        ]);
+        self.ok(&["truncate", "-s", "16M", "/var/tmp/e2e.img"]);
+        self.ok(&[
+            "openstack",
+            "image",
+            "create",
+            "--file",
+            "/var/tmp/e2e.img",
+            "--disk-format",
+            "raw",
+            "--container-format",
+            "bare",
+            "img",
+        ]);
+        self.ok(&[
+            "openstack",
+            "flavor",
+            "create",
+            "--ram",
+            "128",
+            "--disk",
+            "1",
+            "--vcpus",
+            "1",
+            "tiny",
+        ]);
+        self.json(&["openstack", "image", "show", "img"])
+    }
+
+    /// Boot a server of [`Lab::guest_prerequisites`] (in zone `az` when
+    /// given), wait for it, and return it as nova shows it.
+    pub fn create_server(&self, name: &str, az: Option<&str>) -> Value {
+        let mut args = vec![
+            "openstack",
+            "server",
+            "create",
+            "--flavor",
+            "tiny",
+            "--image",
+            "img",
+            "--network",
+            "net",
+            "--wait",
+        ];
+        if let Some(az) = az {
+            args.extend(["--availability-zone", az]);
+        }
+        args.push(name);
+        self.ok(&args);
+        self.json(&["openstack", "server", "show", name])
+    }
+
     pub fn lab(&self, args: &[&str]) -> Output {
         dcn()
             .arg("lab")
