@@ -138,7 +138,13 @@ fn lab_edge_sites_end_to_end() {
             row.len() == 1 && row[0]["State"] == "up" && row[0]["Zone"] == site,
             "{site}: {services}"
         );
-        assert!(agent_alive(&lab, site), "OVN controller on {site}");
+        // join waits for nova's view of the host; the OVN chassis reports
+        // to neutron on its own heartbeat, so give it a bounded moment.
+        wait_for(
+            &format!("the OVN controller on {site} is alive"),
+            Duration::from_secs(120),
+            || agent_alive(&lab, site),
+        );
     }
     let nodes = lab.ok(&["dcn", "node", "list"]);
     assert!(
