@@ -482,22 +482,24 @@ fn node(cmd: NodeCommand) -> Result<ExitCode> {
     let host = crate::host::Host::system("/", false);
     match cmd {
         NodeCommand::List { output } => {
-            let nodes = crate::sites::admin::list_nodes(&host)?;
+            let nodes = crate::sites::admin::list_nodes_with_health(&host)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
                 OutputFormat::Text => {
                     println!(
-                        "{:<20} {:<12} {:<15} {:<8} JOINED",
-                        "HOST", "SITE", "ADDRESS", "STATE"
+                        "{:<20} {:<12} {:<15} {:<8} {:<9} {:<9} JOINED",
+                        "HOST", "SITE", "ADDRESS", "STATE", "COMPUTE", "NETWORK"
                     );
                     for n in nodes {
                         println!(
-                            "{:<20} {:<12} {:<15} {:<8} {}",
-                            n.hostname,
-                            n.site,
-                            n.address,
-                            format!("{:?}", n.state).to_lowercase(),
-                            n.joined_at
+                            "{:<20} {:<12} {:<15} {:<8} {:<9} {:<9} {}",
+                            n.node.hostname,
+                            n.node.site,
+                            n.node.address,
+                            format!("{:?}", n.node.state).to_lowercase(),
+                            n.compute.as_str(),
+                            n.network.as_str(),
+                            n.node.joined_at
                         );
                     }
                 }

@@ -23,6 +23,7 @@ pub mod join;
 pub mod lab;
 pub mod logging;
 pub mod openstack;
+pub mod ovn;
 pub mod paths;
 pub mod pki;
 pub mod preflight;

@@ -57,15 +57,32 @@ fn lab_control_plane_end_to_end() {
     // A tenant network, an image, and a server on the standalone host's own
     // nova-compute: a real qemu guest (libvirt runs in the container; the
     // fake driver is not used).
-    let image = lab.guest_prerequisites("192.168.77.0/24");
+    // Two real guests on the host's own compute (the userspace datapath):
+    // each gets its address by DHCP, its own uuid from the metadata
+    // service over TCP, and talks TCP to the other.
+    let image = lab.json(&["openstack", "image", "show", guest::IMAGE]);
     assert_eq!(image["status"], "active", "{image}");
     let started = Instant::now();
-    let server = lab.create_server("e2e-server", None);
-    assert_eq!(server["status"], "ACTIVE", "{server}");
-    eprintln!("server ACTIVE in {:.1}s", started.elapsed().as_secs_f64());
+    let pair = lab.guest_pair("e2e", None);
+    eprintln!(
+        "two guests ACTIVE in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    for g in &pair {
+        assert_eq!(
+            g.zone, "central",
+            "a server without a zone stays central: {g:?}"
+        );
+        let boot = lab.wait_guest_working(g, std::time::Duration::from_secs(300));
+        eprintln!(
+            "{}: DHCP {}s after its kernel started; working {:.1}s after create",
+            g.name,
+            boot.event("dhcp").unwrap()["uptime"],
+            started.elapsed().as_secs_f64()
+        );
+    }
     assert!(lab.ok(&["virsh", "list", "--name"]).contains("instance-"));
 
-    // dcn status sees every unit and health check up.
     let status = lab.ok(&["dcn", "status"]);
     assert!(status.contains("all services are up"), "{status}");
 

@@ -33,11 +33,19 @@ pub struct Manifest {
     /// Operator INI text per edge service, written to its `*.conf.d/`.
     #[serde(default)]
     pub custom_service_config: CustomServiceConfig,
+    /// Whether the edge gives every instance a config drive (the
+    /// control plane's `zones.edgeConfigDrive`). Absent: yes.
+    #[serde(default = "yes")]
+    pub config_drive: bool,
     /// The public id of the join token in the `token` member.
     pub token_id: String,
     /// `sha256:<hex>` of each other member's bytes (`ca.crt`, `token`). The
     /// writer fills this in.
     pub members: BTreeMap<String, Sha256Digest>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How an edge reaches the control plane.

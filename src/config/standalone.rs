@@ -24,6 +24,8 @@ pub struct StandaloneConfig {
     pub services: Services,
     #[serde(default)]
     pub bundle: BundleDefaults,
+    #[serde(default)]
+    pub zones: Zones,
 }
 
 /// The `kind` of a [`StandaloneConfig`] file.
@@ -44,6 +46,7 @@ impl Default for StandaloneConfig {
             network: Network::default(),
             services: Services::default(),
             bundle: BundleDefaults::default(),
+            zones: Zones::default(),
         }
     }
 }
@@ -200,6 +203,34 @@ impl Default for BundleDefaults {
         BundleDefaults {
             ttl: HumanDuration(std::time::Duration::from_secs(24 * 3600)),
             max_uses: 1,
+        }
+    }
+}
+
+/// Availability zones. Every edge site is a zone of its own, in Nova (its
+/// host aggregate) and in Neutron (its OVN chassis), named after the site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Zones {
+    /// The zone of the control plane's own compute (with the compute role)
+    /// and of networks and routers created without a zone hint.
+    pub central: SiteName,
+    /// Where a server goes when its request names no zone. null: any host,
+    /// edge sites included.
+    pub default_schedule: Option<SiteName>,
+    /// Config drive for every instance on edge hosts, so guests get their
+    /// metadata without a round trip across the WAN (the metadata service
+    /// is still served at the edge).
+    pub edge_config_drive: bool,
+}
+
+impl Default for Zones {
+    fn default() -> Self {
+        let central = SiteName::try_from("central".to_string()).expect("a valid zone name");
+        Zones {
+            default_schedule: Some(central.clone()),
+            central,
+            edge_config_drive: true,
         }
     }
 }

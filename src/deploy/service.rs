@@ -319,6 +319,16 @@ impl Step for Unit {
         let config_changed = ctx.journal.has_run(&self.name())
             && !ctx.journal.is_done(&self.name(), &self.fingerprint());
         systemd.enable(&[&self.unit])?;
+        // A static unit ignores `enable`: it must come with the unit that
+        // starts it, or the host loses it at its next boot.
+        let (at_boot, why) = systemd.starts_at_boot(&self.unit)?;
+        if !at_boot {
+            bail!(
+                "{why}, so it would not start after a reboot: the recipe of {} must list the unit that starts it at boot (`systemctl show -p WantedBy,RequiredBy {}` names it) before it in `units`",
+                self.service,
+                self.unit
+            );
+        }
         if systemd.is_active(&self.unit)? {
             if config_changed {
                 tracing::info!("    restarting {}: its configuration changed", self.unit);

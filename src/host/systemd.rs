@@ -92,6 +92,52 @@ impl<'a> Systemd<'a> {
         Ok(out.success())
     }
 
+    /// Whether `unit` starts at boot: enabled, or static (no `[Install]`
+    /// section, so `systemctl enable` does nothing) and wanted or required
+    /// by a unit that is enabled. Returns the answer and, when it is no,
+    /// why.
+    pub fn starts_at_boot(&self, unit: &str) -> Result<(bool, String)> {
+        let state = self.enablement(unit)?;
+        match state.as_str() {
+            "enabled" | "alias" | "generated" => return Ok((true, state)),
+            "static" => {}
+            other => return Ok((false, format!("{unit} is {other}"))),
+        }
+        let out = self.runner.run(
+            &Cmd::new(format!("asking which units start {unit}"), "systemctl")
+                .args(["show", "--property=WantedBy,RequiredBy", "--value", unit])
+                .read_only(),
+        )?;
+        let by: Vec<&str> = out.stdout.split_whitespace().collect();
+        for u in &by {
+            if self.enablement(u)? == "enabled" {
+                return Ok((true, format!("{unit} is started by {u}")));
+            }
+        }
+        Ok((
+            false,
+            if by.is_empty() {
+                format!("{unit} is static and no unit wants it")
+            } else {
+                format!(
+                    "{unit} is static and none of the units that start it ({}) is enabled",
+                    by.join(", ")
+                )
+            },
+        ))
+    }
+
+    /// `systemctl is-enabled` as a word: enabled, static, disabled, masked…
+    fn enablement(&self, unit: &str) -> Result<String> {
+        let out = self.runner.run(
+            &Cmd::new(format!("asking whether {unit} is enabled"), "systemctl")
+                .args(["is-enabled", unit])
+                .read_only()
+                .unchecked(),
+        )?;
+        Ok(out.stdout.trim().to_string())
+    }
+
     /// The unit's state as `systemctl show` reports it: (ActiveState, SubState).
     pub fn state(&self, unit: &str) -> Result<(String, String)> {
         let out = self.runner.run(
@@ -177,6 +223,66 @@ impl<'a> Systemd<'a> {
 mod tests {
     use super::*;
     use crate::host::{CmdOutput, RecordingRunner};
+
+    fn units(
+        states: &'static [(&'static str, &'static str)],
+        wanted_by: &'static str,
+    ) -> RecordingRunner {
+        RecordingRunner::answering(move |c| match c.args.first().map(String::as_str) {
+            Some("is-enabled") => {
+                let u = c.args.last().unwrap();
+                let s = states
+                    .iter()
+                    .find(|(n, _)| n == u)
+                    .map_or("not-found", |(_, s)| s);
+                CmdOutput::ok(format!("{s}\n"))
+            }
+            Some("show") => CmdOutput::ok(format!("{wanted_by}\n")),
+            _ => CmdOutput::ok(""),
+        })
+    }
+
+    #[test]
+    fn a_static_unit_starts_at_boot_only_through_an_enabled_unit() {
+        // Debian's ovn-controller.service is static; ovn-host.service
+        // (Wants=ovn-controller.service) is what starts it at boot.
+        let r = units(
+            &[
+                ("ovn-controller.service", "static"),
+                ("ovn-host.service", "disabled"),
+            ],
+            "ovn-host.service",
+        );
+        let (ok, why) = Systemd::new(&r)
+            .starts_at_boot("ovn-controller.service")
+            .unwrap();
+        assert!(!ok);
+        assert!(
+            why.contains("none of the units that start it (ovn-host.service)"),
+            "{why}"
+        );
+        let r = units(
+            &[
+                ("ovn-controller.service", "static"),
+                ("ovn-host.service", "enabled"),
+            ],
+            "ovn-host.service",
+        );
+        assert!(
+            Systemd::new(&r)
+                .starts_at_boot("ovn-controller.service")
+                .unwrap()
+                .0
+        );
+        let r = units(&[("nova-compute.service", "disabled")], "");
+        let (ok, why) = Systemd::new(&r)
+            .starts_at_boot("nova-compute.service")
+            .unwrap();
+        assert!(!ok && why.contains("disabled"), "{why}");
+        let r = units(&[("lonely.service", "static")], "");
+        let (ok, why) = Systemd::new(&r).starts_at_boot("lonely.service").unwrap();
+        assert!(!ok && why.contains("no unit wants it"), "{why}");
+    }
 
     #[test]
     fn failed_start_quotes_the_journal() {

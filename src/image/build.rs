@@ -95,6 +95,12 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
         .iter()
         .flat_map(|s| s.debconf.iter().cloned())
         .collect();
+    // Off until `dcn join`: the roles' own units (the same rule the join
+    // enables by) and the recipe's further ones.
+    let mut disable_units = recipes.units_for_roles(&roles)?;
+    disable_units.extend(r.disable_units.iter().cloned());
+    disable_units.sort();
+    disable_units.dedup();
 
     let cache = &opts.cache;
     let debs = cache.join("debs");
@@ -138,7 +144,7 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
         &packages.join(","),
         &debconf.join("\n"),
         &dir_digest(&recipe.dpkg_dir())?,
-        &r.disable_units.join(","),
+        &disable_units.join(","),
         &r.remove_paths.join(","),
     ]);
     let tree = cache.join(format!("rootfs-{}-{}", r.name, &tree_key[..12]));
@@ -151,6 +157,7 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
             &debs,
             &packages,
             &debconf,
+            &disable_units,
             opts.refresh,
         )
     })?;
@@ -327,6 +334,7 @@ fn ensure_tree(
     debs: &Path,
     packages: &[String],
     debconf: &[String],
+    disable_units: &[String],
     refresh: bool,
 ) -> Result<String> {
     if tree.join(".dcn-complete").exists() && !refresh {
@@ -343,7 +351,15 @@ fn ensure_tree(
             .timeout(HOUR),
     )?;
     std::fs::remove_file(partial.join(".dcn-complete"))?;
-    install_packages(runner, recipe, &partial, debs, packages, debconf)?;
+    install_packages(
+        runner,
+        recipe,
+        &partial,
+        debs,
+        packages,
+        debconf,
+        disable_units,
+    )?;
     finish_tree(runner, recipe, &partial)?;
     std::fs::write(partial.join(".dcn-complete"), "")?;
     std::fs::rename(&partial, tree)?;
@@ -362,6 +378,7 @@ fn install_packages(
     debs: &Path,
     packages: &[String],
     debconf: &[String],
+    disable_units: &[String],
 ) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     // Nothing starts while it is installed; dpkg without fsync (a tree we
@@ -426,9 +443,7 @@ fn install_packages(
         &format!("installing {} packages in the image", packages.len()),
         &[&apt[..], &["install"], &pkgs[..]].concat(),
     ))?;
-    let r = &recipe.recipe;
-    let present: Vec<&str> = r
-        .disable_units
+    let present: Vec<&str> = disable_units
         .iter()
         .map(String::as_str)
         .filter(|u| unit_exists(root, u))

@@ -433,5 +433,15 @@ fn values(
     set(&mut v.compute, "interface", "public");
     set(&mut v.compute, "metadataHost", &cp_host);
     set(&mut v.compute, "metadataProtocol", "https");
+    set(&mut v.compute, "zone", bundle.manifest.site.as_str());
+    set(
+        &mut v.compute,
+        "configDrive",
+        if bundle.manifest.config_drive {
+            "true"
+        } else {
+            "false"
+        },
+    );
     v
 }

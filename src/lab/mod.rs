@@ -6,6 +6,7 @@
 //! try-it-on-one-machine path and the end-to-end test rig.
 
 mod container;
+pub mod guest;
 mod layer;
 mod memory;
 mod net;
@@ -140,14 +141,10 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     let repo = timer.phase("package repository", || {
         repo::ensure_repo(&runner, &opts.cache, &base, &packages)
     })?;
+    let guest = timer.phase("guest image", || guest::ensure(&runner, &opts.cache))?;
     let edge_layer = if opts.edge_layer && opts.edges + opts.spare > 0 {
         let edge_packages = recipes.packages_for_roles(&["edge"])?;
-        let mut units: Vec<String> = recipes
-            .services_for_roles(&["edge"])?
-            .iter()
-            .flat_map(|s| s.units.iter().chain(&s.disable_units).cloned())
-            .collect();
-        units.push("ovn-host.service".into());
+        let units = recipes.units_for_roles(&["edge"])?;
         Some(timer.phase("edge layer (edge packages preinstalled)", || {
             layer::ensure_edge_layer(&runner, &opts.cache, &base, &repo, &edge_packages, &units)
         })?)
@@ -226,6 +223,11 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             })?;
             timer.report.edge_joins = joins;
         }
+        timer.phase("guest image, flavor and network uploaded", || {
+            let cp = state.host("cp")?;
+            let init = cp.init_pid.context("the control plane is not running")?;
+            guest::upload(&ContainerRunner::new(init), &cp.rootfs, &guest)
+        })?;
         Ok(())
     })();
     timer.report.total_seconds = timer.started.elapsed().as_secs_f64();

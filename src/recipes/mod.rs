@@ -122,6 +122,22 @@ impl Recipes {
         pkgs.dedup();
         Ok(pkgs)
     }
+
+    /// Every unit the services of `roles` own: those `dcn` enables and
+    /// starts (packaging units that start others, like ovn-host, included)
+    /// and those it keeps off. A host prepared before it is configured (the
+    /// edge ISO, the lab's edge layer) has all of them disabled, so nothing
+    /// starts unconfigured; the join enables exactly the started ones.
+    pub fn units_for_roles(&self, roles: &[&str]) -> Result<Vec<String>> {
+        let mut units: Vec<String> = self
+            .services_for_roles(roles)?
+            .iter()
+            .flat_map(|s| s.units.iter().chain(&s.disable_units).cloned())
+            .collect();
+        units.sort();
+        units.dedup();
+        Ok(units)
+    }
 }
 
 #[cfg(test)]

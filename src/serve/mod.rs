@@ -52,6 +52,13 @@ pub fn serve_on(host: Host, listen: SocketAddr) -> Result<()> {
             if let Err(e) = placer::place_pending(&placer_host) {
                 tracing::warn!("placing joined hosts: {e:#}");
             }
+            match crate::ovn::mirror_chassis_options(placer_host.runner.as_ref()) {
+                Ok(updated) if !updated.is_empty() => {
+                    tracing::info!("chassis options shown to neutron: {}", updated.join(", "))
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("mirroring OVN chassis options for neutron: {e:#}"),
+            }
             std::thread::sleep(placer::INTERVAL);
         }
     });

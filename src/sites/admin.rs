@@ -1,6 +1,7 @@
 //! `dcn site list|revoke` and `dcn node list|remove`: what the operator
 //! does with sites and nodes after they joined.
 
+use super::health::{self, PlaneState};
 use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
 use crate::deployment::saved_config;
@@ -45,6 +46,51 @@ pub fn list_sites(host: &Host) -> Result<Vec<SiteView>> {
 
 pub fn list_nodes(host: &Host) -> Result<Vec<NodeRecord>> {
     Registry::new(&host.files).nodes()
+}
+
+/// A joined node with its health on both planes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    #[serde(flatten)]
+    pub node: NodeRecord,
+    /// Its nova-compute service.
+    pub compute: PlaneState,
+    /// Its OVN chassis (ovn-controller connected and processing).
+    pub network: PlaneState,
+}
+
+/// The nodes, each with what nova and OVN say of it now. A plane the
+/// control plane cannot be asked about is `unknown`, with a warning.
+pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
+    let nodes = list_nodes(host)?;
+    let compute = saved_config(&host.files)
+        .and_then(|c| provision::admin_cloud(host, c.control_plane.region.as_str()))
+        .and_then(|cloud| health::compute_states(&cloud))
+        .map_err(|e| tracing::warn!("nova's view of the nodes is unknown: {e:#}"))
+        .unwrap_or_default();
+    let network = health::chassis_states(host.runner.as_ref(), health::CHASSIS_ANSWER)
+        .map_err(|e| tracing::warn!("OVN's view of the nodes is unknown: {e:#}"))
+        .ok();
+    let compute_known = !compute.is_empty();
+    Ok(nodes
+        .into_iter()
+        .map(|node| NodeView {
+            compute: match compute.get(&node.hostname) {
+                Some(s) => *s,
+                None if compute_known => PlaneState::Missing,
+                None => PlaneState::Unknown,
+            },
+            network: match &network {
+                Some(m) => m
+                    .get(&node.hostname)
+                    .copied()
+                    .unwrap_or(PlaneState::Missing),
+                None => PlaneState::Unknown,
+            },
+            node,
+        })
+        .collect())
 }
 
 /// Revoke a site: its RabbitMQ and keystone users go (its hosts lose

@@ -124,7 +124,7 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
     }
     let join_port = config.control_plane.join_port.0;
     let manifest_yaml = format!(
-        "formatVersion: 1\nsite: {site_name}\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://{address}:{join_port}\n  region: {region}\n  endpoints:\n    identity: https://{address}:5000/v3\n    placement: https://{address}:8778\n    compute: https://{address}:8774/v2.1\n    image: https://{address}:9292\n    network: https://{address}:9696\n    novncproxy: https://{address}:6080/vnc_auto.html\n  messaging:\n    host: {address}\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:{address}:6642\nhosts:\n- address: {address}\n  names: [{}]\ncustomServiceConfig:{}\ntokenId: {}\nmembers: {{}}\n",
+        "formatVersion: 1\nsite: {site_name}\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://{address}:{join_port}\n  region: {region}\n  endpoints:\n    identity: https://{address}:5000/v3\n    placement: https://{address}:8778\n    compute: https://{address}:8774/v2.1\n    image: https://{address}:9292\n    network: https://{address}:9696\n    novncproxy: https://{address}:6080/vnc_auto.html\n  messaging:\n    host: {address}\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:{address}:6642\nhosts:\n- address: {address}\n  names: [{}]\ncustomServiceConfig:{}\nconfigDrive: {}\ntokenId: {}\nmembers: {{}}\n",
         rfc3339(now),
         rfc3339(not_after),
         deployment.hostname,
@@ -133,6 +133,7 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         } else {
             format!("\n{custom_yaml}")
         },
+        config.zones.edge_config_drive,
         token.id,
     );
     let manifest = crate::config::parse(&manifest_yaml, "the exported manifest")

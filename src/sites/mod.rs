@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod export;
+pub mod health;
 pub mod provision;
 mod registry;
 

@@ -118,6 +118,24 @@ pub fn control_plane_values(
         &format!("https://{address}:5000"),
     );
     set(&mut v.cp, "cafile", "");
+    let zones = &config.zones;
+    set(&mut v.cp, "centralZone", zones.central.as_str());
+    // The central zone exists in Neutron only where this host is a chassis.
+    let central_chassis = config.roles.contains(&crate::config::Role::Compute);
+    set(
+        &mut v.cp,
+        "networkDefaultZone",
+        if central_chassis {
+            zones.central.as_str()
+        } else {
+            ""
+        },
+    );
+    set(
+        &mut v.cp,
+        "defaultScheduleZone",
+        zones.default_schedule.as_ref().map_or("", |z| z.as_str()),
+    );
 
     v.host = facts.host_values(&id.hostname, &address);
 
@@ -188,6 +206,8 @@ pub fn control_plane_values(
     set(&mut v.compute, "interface", "internal");
     set(&mut v.compute, "metadataHost", "127.0.0.1");
     set(&mut v.compute, "metadataProtocol", "http");
+    set(&mut v.compute, "zone", zones.central.as_str());
+    set(&mut v.compute, "configDrive", "false");
     let nova = passwords.get("nova_service")?.expose().to_string();
     v.password.insert("compute_service".into(), nova);
     Ok(v)

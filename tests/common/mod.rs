@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub use dcn::lab::guest::{self, GuestBoot};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -111,70 +112,152 @@ impl Lab {
         serde_json::from_str(&self.ok(&a)).unwrap()
     }
 
-    /// What a server needs, made on the control plane: a tenant network
-    /// `net` with a subnet of `cidr`, a 16 MiB raw image `img` and a flavor
-    /// `tiny`. Returns the image as glance shows it.
-    pub fn guest_prerequisites(&self, cidr: &str) -> Value {
-        self.ok(&["openstack", "network", "create", "net"]);
-        self.ok(&[
+    /// A port on the lab network (which `dcn lab up` creates with the
+    /// guest image and flavor); returns its id and address.
+    pub fn port(&self, name: &str) -> (String, String) {
+        let p = self.json(&[
             "openstack",
-            "subnet",
+            "port",
             "create",
             "--network",
-            "net",
-            "--subnet-range",
-            cidr,
-            "subnet",
+            guest::NETWORK,
+            name,
         ]);
-        self.ok(&["truncate", "-s", "16M", "/var/tmp/e2e.img"]);
-        self.ok(&[
-            "openstack",
-            "image",
-            "create",
-            "--file",
-            "/var/tmp/e2e.img",
-            "--disk-format",
-            "raw",
-            "--container-format",
-            "bare",
-            "img",
-        ]);
-        self.ok(&[
-            "openstack",
-            "flavor",
-            "create",
-            "--ram",
-            "128",
-            "--disk",
-            "1",
-            "--vcpus",
-            "1",
-            "tiny",
-        ]);
-        self.json(&["openstack", "image", "show", "img"])
+        let ip = p["fixed_ips"][0]["ip_address"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no address on port {name}: {p}"))
+            .to_string();
+        (p["id"].as_str().unwrap().to_string(), ip)
     }
 
-    /// Boot a server of [`Lab::guest_prerequisites`] (in zone `az` when
-    /// given), wait for it, and return it as nova shows it.
-    pub fn create_server(&self, name: &str, az: Option<&str>) -> Value {
+    /// Start booting the lab's real guest (`dcn-guest`, a kernel and a
+    /// busybox initramfs) without waiting: in zone `az` when given, on
+    /// `port` (else the lab network), told to check `peer` (an address)
+    /// through its user data.
+    pub fn boot_guest(&self, name: &str, az: Option<&str>, port: Option<&str>, peer: Option<&str>) {
+        let user_data = format!("/root/user-data-{name}");
+        let host_path = self.host_path("cp", &user_data);
+        std::fs::write(&host_path, format!("peer={}\n", peer.unwrap_or(""))).unwrap();
         let mut args = vec![
             "openstack",
             "server",
             "create",
             "--flavor",
-            "tiny",
+            guest::FLAVOR,
             "--image",
-            "img",
-            "--network",
-            "net",
-            "--wait",
+            guest::IMAGE,
+            "--user-data",
+            &user_data,
         ];
+        let nic = port.map(|p| format!("port-id={p}"));
+        match &nic {
+            Some(n) => args.extend(["--nic", n.as_str()]),
+            None => args.extend(["--network", guest::NETWORK]),
+        }
         if let Some(az) = az {
             args.extend(["--availability-zone", az]);
         }
         args.push(name);
         self.ok(&args);
-        self.json(&["openstack", "server", "show", name])
+    }
+
+    /// Wait until a server is ACTIVE (failing on ERROR); it as nova shows it.
+    pub fn wait_active(&self, name: &str) -> Value {
+        let started = std::time::Instant::now();
+        loop {
+            let s = self.json(&["openstack", "server", "show", name]);
+            match s["status"].as_str() {
+                Some("ACTIVE") => return s,
+                Some("ERROR") => panic!("server {name} failed: {}", s["fault"]),
+                _ => {}
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(300),
+                "server {name} not ACTIVE within 300s: {s}"
+            );
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
+    }
+
+    /// Boot a guest without a peer, wait for it, and return it as nova
+    /// shows it.
+    pub fn create_server(&self, name: &str, az: Option<&str>) -> Value {
+        self.boot_guest(name, az, None, None);
+        self.wait_active(name)
+    }
+
+    /// Where a path inside a lab host is on this machine.
+    pub fn host_path(&self, host: &str, path: &str) -> PathBuf {
+        self.dir
+            .join("hosts")
+            .join(host)
+            .join("rootfs")
+            .join(path.trim_start_matches('/'))
+    }
+
+    /// What a guest reported on its serial console, boot by boot. Read
+    /// from its host's disk, so it works while the host's WAN is cut.
+    pub fn guest_boots(&self, host: &str, server_id: &str) -> Vec<GuestBoot> {
+        let log = self.host_path(
+            host,
+            &format!("/var/lib/nova/instances/{server_id}/console.log"),
+        );
+        let text = std::fs::read(&log).unwrap_or_default();
+        guest::parse_console(&String::from_utf8_lossy(&text))
+    }
+
+    /// Two real guests in zone `az` that check each other every round
+    /// (ICMP, TCP to the other's port 7000, a DHCP exchange), ACTIVE.
+    pub fn guest_pair(&self, prefix: &str, az: Option<&str>) -> Vec<Guest> {
+        let names = [format!("{prefix}-a"), format!("{prefix}-b")];
+        let ports: Vec<(String, String)> = names.iter().map(|n| self.port(n)).collect();
+        self.boot_guest(&names[0], az, Some(&ports[0].0), Some(&ports[1].1));
+        self.boot_guest(&names[1], az, Some(&ports[1].0), Some(&ports[0].1));
+        names
+            .iter()
+            .zip(ports)
+            .map(|(name, (_, ip))| {
+                let s = self.wait_active(name);
+                Guest {
+                    name: name.clone(),
+                    id: s["id"].as_str().unwrap().to_string(),
+                    host: s["OS-EXT-SRV-ATTR:host"].as_str().unwrap().to_string(),
+                    zone: s["OS-EXT-AZ:availability_zone"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                    ip,
+                }
+            })
+            .collect()
+    }
+
+    /// Wait until the guest's latest boot got its address by DHCP, read
+    /// its own uuid from the metadata service (TCP through the host's
+    /// metadata agent), and finished a round with every check ok. Returns
+    /// that boot; on timeout, fails with its console reports.
+    pub fn wait_guest_working(&self, g: &Guest, limit: std::time::Duration) -> GuestBoot {
+        let started = std::time::Instant::now();
+        loop {
+            let boots = self.guest_boots(&g.host, &g.id);
+            if let Some(b) = boots.last()
+                && guest_works(b, g)
+            {
+                return b.clone();
+            }
+            if started.elapsed() > limit {
+                panic!(
+                    "guest {} on {} does not work within {}s; its reports:\n{:#?}",
+                    g.name,
+                    g.host,
+                    limit.as_secs(),
+                    boots
+                        .last()
+                        .map(|b| b.events.iter().rev().take(12).collect::<Vec<_>>())
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
     }
 
     pub fn lab(&self, args: &[&str]) -> Output {
@@ -201,6 +284,37 @@ impl Drop for Lab {
     fn drop(&mut self) {
         let _ = dcn().args(["lab", "down", "--dir"]).arg(&self.dir).status();
     }
+}
+
+/// A real guest of [`Lab::guest_pair`].
+#[derive(Debug, Clone)]
+pub struct Guest {
+    pub name: String,
+    pub id: String,
+    pub host: String,
+    pub zone: String,
+    pub ip: String,
+}
+
+/// Every check of a guest boot passed: address, metadata, a good round.
+pub fn guest_works(b: &GuestBoot, g: &Guest) -> bool {
+    let dhcp = b.event("dhcp").is_some_and(|e| e["ip"] == g.ip);
+    let metadata = b.event("metadata").is_some_and(|e| e["uuid"] == g.id);
+    let round = b.rounds().iter().any(|r| round_ok(r));
+    dhcp && metadata && round
+}
+
+/// A round in which ICMP, TCP (each way's connection from this guest) and
+/// the DHCP exchange all worked.
+pub fn round_ok(r: &std::collections::BTreeMap<String, String>) -> bool {
+    ["icmp", "tcp", "dhcp"]
+        .iter()
+        .all(|k| r.get(*k).map(String::as_str) == Some("ok"))
+}
+
+/// The round number of a round report.
+pub fn round_no(r: &std::collections::BTreeMap<String, String>) -> u64 {
+    r["round"].parse().unwrap()
 }
 
 /// Rows of an `openstack ... -f json` list whose `key` is `want`.
