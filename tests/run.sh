@@ -7,10 +7,11 @@
 # Stages: formatting, lints, unit and integration tests, the static release
 # binary (linkage, size, no OpenSSL), man pages in sync (part of cargo test),
 # and, as root with CI=true or DCN_LAB_E2E=1, the lab end to end: a real
-# control plane in a systemd-nspawn container (tests/lab_e2e.rs, about 10
-# minutes once the download cache in /var/cache/dcn-lab is warm), then two
-# edge sites and the DCN failure modes (tests/lab_edges.rs, about 25
-# minutes); and, as root when images/, src/image/ or tests/image_e2e.rs
+# control plane in a systemd-nspawn container with two real guests talking
+# TCP (tests/lab_e2e.rs, about 10 minutes once the download cache in
+# /var/cache/dcn-lab is warm), then two edge sites with two real guests each
+# and the DCN failure modes: WAN cut, edge and control-plane power cycles,
+# checked from inside the guests (tests/lab_edges.rs, about 30 minutes); and, as root when images/, src/image/ or tests/image_e2e.rs
 # changed in the last commit (or with DCN_IMAGE_E2E=1), the edge ISO end to
 # end under qemu: build, embed, install, first boot, then the disk and the
 # ISO again under UEFI (about 25 minutes with a cold /var/cache/dcn-image,

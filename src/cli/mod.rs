@@ -201,7 +201,7 @@ pub enum SiteCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum NodeCommand {
-    /// List the joined edge hosts
+    /// List the joined edge hosts with their health: nova-compute (COMPUTE) and the OVN chassis (NETWORK)
     List {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,

@@ -95,12 +95,7 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
         .iter()
         .flat_map(|s| s.debconf.iter().cloned())
         .collect();
-    // Off until `dcn join`: the roles' own units (the same rule the join
-    // enables by) and the recipe's further ones.
-    let mut disable_units = recipes.units_for_roles(&roles)?;
-    disable_units.extend(r.disable_units.iter().cloned());
-    disable_units.sort();
-    disable_units.dedup();
+    let disable_units = units_off_until_join(&recipes, r)?;
 
     let cache = &opts.cache;
     let debs = cache.join("debs");
@@ -316,6 +311,21 @@ fn ensure_base(
     std::fs::write(partial.join(".dcn-complete"), "")?;
     std::fs::rename(&partial, base)?;
     Ok(String::new())
+}
+
+/// Units the image leaves disabled: the roles' own units (the list `dcn
+/// join` enables from, packaging units like ovn-host included) and the
+/// recipe's further ones.
+fn units_off_until_join(
+    recipes: &crate::recipes::Recipes,
+    r: &super::recipe::ImageRecipe,
+) -> Result<Vec<String>> {
+    let roles: Vec<&str> = r.roles.iter().map(String::as_str).collect();
+    let mut units = recipes.units_for_roles(&roles)?;
+    units.extend(r.disable_units.iter().cloned());
+    units.sort();
+    units.dedup();
+    Ok(units)
 }
 
 fn remove_tree(path: &Path) -> Result<()> {
@@ -777,6 +787,29 @@ fn cleanup_work(runner: &dyn Runner, work: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_image_leaves_off_exactly_what_join_enables_and_more() {
+        let recipe =
+            RecipeDir::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("images/edge")).unwrap();
+        let recipes = crate::recipes::Recipes::embedded().unwrap();
+        let off = units_off_until_join(&recipes, &recipe.recipe).unwrap();
+        // Everything join enables and starts on an edge, packaging units
+        // that start others at boot (ovn-host) included.
+        for s in recipes.services_for_roles(&["edge"]).unwrap() {
+            for u in &s.units {
+                assert!(off.contains(u), "{u} is not disabled in the image");
+            }
+        }
+        for u in [
+            "ovn-host.service",
+            "ovn-controller.service",
+            "nova-compute.service",
+            "haproxy.service",
+        ] {
+            assert!(off.contains(&u.to_string()), "{u}: {off:?}");
+        }
+    }
 
     #[test]
     fn wildcards() {
