@@ -46,7 +46,8 @@ fn lab_control_plane_end_to_end() {
         );
     }
     let agents = lab.json(&["openstack", "network", "agent", "list"]);
-    for kind in ["OVN Controller agent", "OVN Metadata agent"] {
+    // The host's chassis is the central zone's gateway chassis.
+    for kind in ["OVN Controller Gateway agent", "OVN Metadata agent"] {
         let rows = rows_with(&agents, "Agent Type", kind);
         assert!(
             !rows.is_empty() && rows.iter().all(|r| r["Alive"] == true),

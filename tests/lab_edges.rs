@@ -66,7 +66,14 @@ fn agent_alive(lab: &Lab, host: &str) -> bool {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     v.as_array().is_some_and(|a| {
         a.iter()
-            .any(|r| r["Agent Type"] == "OVN Controller agent" && r["Alive"] == true)
+            // Every chassis is a gateway chassis of its zone, which neutron
+            // lists as "OVN Controller Gateway agent".
+            .any(|r| {
+                r["Agent Type"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("OVN Controller"))
+                    && r["Alive"] == true
+            })
     })
 }
 

@@ -64,11 +64,15 @@ impl Verify {
         let agents = cloud.get("network", "/v2.0/agents")?;
         let agents = agents["agents"].as_array().cloned().unwrap_or_default();
         for host in &self.compute_hosts {
-            for kind in ["OVN Controller agent", "OVN Metadata agent"] {
-                match agents
-                    .iter()
-                    .find(|a| a["agent_type"] == kind && a["host"] == host.as_str())
-                {
+            // A chassis of a zone is a gateway chassis, which neutron calls
+            // "OVN Controller Gateway agent".
+            for kind in ["OVN Controller", "OVN Metadata agent"] {
+                match agents.iter().find(|a| {
+                    a["agent_type"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with(kind))
+                        && a["host"] == host.as_str()
+                }) {
                     Some(a) if a["alive"] == true => {}
                     Some(_) => problems.push(format!("the {kind} on {host} is not alive")),
                     None => problems.push(format!("no {kind} on {host}")),
