@@ -46,9 +46,20 @@ fn lab_control_plane_end_to_end() {
         );
     }
     let agents = lab.json(&["openstack", "network", "agent", "list"]);
-    // The host's chassis is the central zone's gateway chassis.
-    for kind in ["OVN Controller Gateway agent", "OVN Metadata agent"] {
-        let rows = rows_with(&agents, "Agent Type", kind);
+    // The host's chassis is the central zone's gateway chassis: neutron
+    // lists it as "OVN Controller agent" or, once it saw the zone,
+    // "OVN Controller Gateway agent".
+    for kind in ["OVN Controller", "OVN Metadata agent"] {
+        let rows: Vec<&serde_json::Value> = agents
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r["Agent Type"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(kind))
+            })
+            .collect();
         assert!(
             !rows.is_empty() && rows.iter().all(|r| r["Alive"] == true),
             "{kind}: {agents}"
