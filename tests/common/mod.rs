@@ -246,6 +246,14 @@ impl Lab {
                 return b.clone();
             }
             if started.elapsed() > limit {
+                // What the host's data plane looked like, for the log.
+                let diag = self.exec_on(&g.host, &["sh", "-c", "ovs-vsctl show; ovs-vsctl get bridge br-int datapath_type; ovs-ofctl dump-flows br-int | wc -l; ovs-appctl coverage/show | grep -i -E 'drop|csum|error'; tail -n 25 /var/log/openvswitch/ovs-vswitchd.log /var/log/ovn/ovn-controller.log"]);
+                eprintln!(
+                    "--- data plane of {}:\n{}{}",
+                    g.host,
+                    String::from_utf8_lossy(&diag.stdout),
+                    String::from_utf8_lossy(&diag.stderr)
+                );
                 panic!(
                     "guest {} on {} does not work within {}s; its reports:\n{:#?}",
                     g.name,
