@@ -334,6 +334,12 @@ impl Step for Unit {
                 tracing::info!("    restarting {}: its configuration changed", self.unit);
                 systemd.restart(&self.unit)?;
             }
+        } else if starting_as_dependency(&systemd.state(&self.unit)?) {
+            // Started a moment ago by the unit before it (ovn-host starts
+            // ovn-controller), with the files written above: let it finish.
+            // A restart now races its start, and in a container systemd
+            // cannot always kill the half-started process.
+            systemd.wait_active(&self.unit, Duration::from_secs(120))?;
         } else {
             // Not active: perhaps a start job from before dcn configured it
             // (a preinstalled unit retrying with the packaged config).
@@ -342,6 +348,11 @@ impl Step for Unit {
         }
         Ok(())
     }
+}
+
+/// A unit in the middle of its start (not waiting to retry after a crash).
+fn starting_as_dependency((active, sub): &(String, String)) -> bool {
+    active == "activating" && sub != "auto-restart"
 }
 
 /// One `systemctl daemon-reload` after the configure phase, when a unit
@@ -379,5 +390,20 @@ impl Step for ReloadUnits {
 
     fn apply(&self, ctx: &Context) -> Result<()> {
         Systemd::new(ctx.host.runner.as_ref()).daemon_reload()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::starting_as_dependency;
+
+    #[test]
+    fn a_unit_mid_start_is_awaited_but_a_crash_loop_is_restarted() {
+        let st = |a: &str, s: &str| (a.to_string(), s.to_string());
+        assert!(starting_as_dependency(&st("activating", "start")));
+        assert!(starting_as_dependency(&st("activating", "start-post")));
+        assert!(!starting_as_dependency(&st("activating", "auto-restart")));
+        assert!(!starting_as_dependency(&st("inactive", "dead")));
+        assert!(!starting_as_dependency(&st("failed", "failed")));
     }
 }
