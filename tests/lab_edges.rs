@@ -300,21 +300,7 @@ fn lab_edge_sites_end_to_end() {
         central["OS-EXT-AZ:availability_zone"], "central",
         "{central}"
     );
-    let out = lab.exec(&[
-        "openstack",
-        "server",
-        "create",
-        "--flavor",
-        guest::FLAVOR,
-        "--image",
-        guest::IMAGE,
-        "--network",
-        guest::NETWORK,
-        "--availability-zone",
-        "nova",
-        "--wait",
-        "vm-nova",
-    ]);
+    let out = lab.try_boot_guest("vm-nova", Some("nova"), None, None, true);
     let s = lab.exec(&["openstack", "server", "show", "vm-nova", "-f", "json"]);
     let s: Value = serde_json::from_slice(&s.stdout).unwrap_or(Value::Null);
     assert!(

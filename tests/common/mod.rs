@@ -134,6 +134,24 @@ impl Lab {
     /// `port` (else the lab network), told to check `peer` (an address)
     /// through its user data.
     pub fn boot_guest(&self, name: &str, az: Option<&str>, port: Option<&str>, peer: Option<&str>) {
+        let out = self.try_boot_guest(name, az, port, peer, false);
+        assert!(
+            out.status.success(),
+            "creating {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `openstack server create` of the lab guest (see [`Lab::boot_guest`]),
+    /// with `--wait` when `wait`; its output, success or not.
+    pub fn try_boot_guest(
+        &self,
+        name: &str,
+        az: Option<&str>,
+        port: Option<&str>,
+        peer: Option<&str>,
+        wait: bool,
+    ) -> Output {
         let user_data = format!("/root/user-data-{name}");
         let host_path = self.host_path("cp", &user_data);
         std::fs::write(&host_path, format!("peer={}\n", peer.unwrap_or(""))).unwrap();
@@ -156,8 +174,11 @@ impl Lab {
         if let Some(az) = az {
             args.extend(["--availability-zone", az]);
         }
+        if wait {
+            args.push("--wait");
+        }
         args.push(name);
-        self.ok(&args);
+        self.exec(&args)
     }
 
     /// Wait until a server is ACTIVE (failing on ERROR); it as nova shows it.
