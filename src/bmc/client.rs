@@ -1,9 +1,17 @@
 //! The Redfish HTTP client: one BMC, HTTP basic authentication, a timeout on
 //! every request, bounded retries with jittered backoff on connection errors
 //! (and, for requests that may be repeated, on 5xx), and errors in plain
-//! words. The password goes into the Authorization header and nowhere else.
+//! words. The password goes into the Authorization header and nowhere else:
+//! only to the exact origin the operator gave (see [`super::transport`]).
+//! Answers are read up to a size cap, and every string in them is cleaned
+//! ([`super::untrusted`]) before the rest of dcn sees it, so what the BMC
+//! says can be printed and logged.
 
 use super::error::RedfishError;
+pub use super::retry::Retry;
+pub(crate) use super::transport::base_url;
+use super::transport::{self, BodyError};
+use super::untrusted::Redactor;
 use crate::secrets::Secret;
 use crate::tls::{Presented, ServerTrust};
 use anyhow::{Context, Result, anyhow, bail};
@@ -23,36 +31,6 @@ pub struct ClientOptions {
     /// Time limit of each request.
     pub timeout: Duration,
     pub retry: Retry,
-}
-
-/// Bounded retries: `attempts` in all, waiting about `base_delay`, then
-/// twice that, and so on (each wait jittered down by up to half, so that
-/// several dcn runs do not hammer a BMC in step).
-#[derive(Debug, Clone, Copy)]
-pub struct Retry {
-    pub attempts: u32,
-    pub base_delay: Duration,
-}
-
-impl Default for Retry {
-    fn default() -> Retry {
-        Retry {
-            attempts: 4,
-            base_delay: Duration::from_millis(1000),
-        }
-    }
-}
-
-impl Retry {
-    /// The wait before attempt `next` (2, 3, …).
-    pub fn delay(&self, next: u32) -> Duration {
-        let full = self.base_delay * 2u32.saturating_pow(next.saturating_sub(2));
-        let full = full.min(Duration::from_secs(30));
-        let mut b = [0u8; 2];
-        getrandom::fill(&mut b).expect("the OS random number generator failed");
-        let frac = f64::from(u16::from_le_bytes(b)) / f64::from(u16::MAX);
-        full.mul_f64(0.5 + frac / 2.0)
-    }
 }
 
 /// A response body with the resource's ETag (header or `@odata.etag`).
@@ -120,6 +98,7 @@ pub struct Client {
     base: Url,
     username: String,
     password: Secret,
+    redactor: Redactor,
     trust: ServerTrust,
     presented: Presented,
     timeout: Duration,
@@ -146,6 +125,7 @@ impl Client {
             .use_preconfigured_tls(tls)
             .timeout(opts.timeout)
             .connect_timeout(opts.timeout.min(Duration::from_secs(15)))
+            .redirect(transport::redirect_policy(&base))
             .user_agent(concat!("dcn/", env!("CARGO_PKG_VERSION")))
             .build()
             .context("building an HTTP client")?;
@@ -154,6 +134,7 @@ impl Client {
             base,
             username: opts.username.clone(),
             password: opts.password.clone(),
+            redactor: Redactor::new(&opts.username, &opts.password),
             trust: opts.trust.clone(),
             presented,
             timeout: opts.timeout,
@@ -175,13 +156,16 @@ impl Client {
         self.presented.last().and_then(|p| p.pin)
     }
 
-    /// GET a resource.
+    /// GET a resource. Its strings are cleaned: no password, no control
+    /// characters.
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<Fetched<T>> {
         let reply = self.send(&Request::new(Method::GET, path))?;
-        let value: Value = serde_json::from_str(&reply.body)
+        let mut value: Value = serde_json::from_str(&reply.body)
             .with_context(|| format!("GET {path}: the BMC's answer is not JSON"))?;
+        self.redactor.clean_value(&mut value);
         let etag = reply
             .etag
+            .map(|t| self.redactor.clean(&t))
             .or_else(|| value["@odata.etag"].as_str().map(str::to_string));
         let value = serde_path_to_error::deserialize(value)
             .with_context(|| format!("GET {path}: unexpected contents"))?;
@@ -189,14 +173,16 @@ impl Client {
     }
 
     /// Send a request: retried as [`Request::retry_on`] says, a 4xx/5xx
-    /// answer as a [`RedfishError`] (a 401 with what to check).
+    /// answer as a [`RedfishError`] (a 401 with what to check). The body of
+    /// a successful answer is returned as the BMC sent it (at most
+    /// [`transport::MAX_BODY`]): clean what is shown of it.
     pub fn send(&self, req: &Request) -> Result<Reply> {
         let url = self.url(req.path)?;
         let mut attempt = 1;
         loop {
             let outcome = self.send_once(req, &url);
             let why_retry = match &outcome {
-                Err(e) if e.is_connect() && !self.tls_refused() => {
+                Err(Failure::Http(e)) if e.is_connect() && !self.tls_refused() => {
                     Some("could not connect".to_string())
                 }
                 Ok((status, _, _))
@@ -226,7 +212,8 @@ impl Client {
             if status < 400 {
                 return Ok(Reply { status, etag, body });
             }
-            let err = RedfishError::from_body(req.method.as_str(), req.path, status, &body);
+            let err = RedfishError::from_body(req.method.as_str(), req.path, status, &body)
+                .cleaned(&self.redactor);
             if status == 401 {
                 return Err(anyhow::Error::new(err).context(format!(
                     "the BMC at {} refused the user name or password of {:?}: check --username, and the password in --password-file or DCN_BMC_PASSWORD",
@@ -241,7 +228,7 @@ impl Client {
         &self,
         req: &Request,
         url: &Url,
-    ) -> std::result::Result<(u16, Option<String>, String), reqwest::Error> {
+    ) -> std::result::Result<(u16, Option<String>, String), Failure> {
         tracing::debug!("{} {}", req.method, url);
         let mut rb = self
             .http
@@ -258,15 +245,24 @@ impl Client {
         if let Some(t) = req.timeout {
             rb = rb.timeout(t);
         }
-        let resp = rb.send()?;
+        let resp = rb.send().map_err(Failure::Http)?;
         let status = resp.status().as_u16();
         let etag = resp
             .headers()
             .get("ETag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = resp.text()?;
-        tracing::trace!("{} {} -> {status}: {body}", req.method, req.path);
+        let body = match transport::read_capped(resp, transport::MAX_BODY) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) => return Err(Failure::Body(e)),
+        };
+        tracing::trace!(
+            "{} {} -> {status}: {}",
+            req.method,
+            req.path,
+            self.redactor
+                .clean(&body.chars().take(4096).collect::<String>())
+        );
         Ok((status, etag, body))
     }
 
@@ -291,14 +287,42 @@ impl Client {
         Ok(url)
     }
 
-    fn transport_error(&self, e: reqwest::Error, req: &Request, attempts: u32) -> anyhow::Error {
+    fn transport_error(&self, f: Failure, req: &Request, attempts: u32) -> anyhow::Error {
         let base = &self.base;
         if let Some(p) = self.presented.last()
             && let Some(reason) = &p.refused
         {
-            return anyhow!(self.tls_refusal(reason, p.pin.as_ref()));
+            return anyhow!(self.tls_refusal(&self.redactor.clean(reason), p.pin.as_ref()));
         }
-        let chain = error_chain(&e);
+        let e = match f {
+            Failure::Http(e) => e,
+            Failure::Body(BodyError::Http(e)) => e,
+            Failure::Body(BodyError::Io(e)) => {
+                let e = self.redactor.clean(&e.to_string());
+                return anyhow!(
+                    "reading the answer of the BMC at {base} to {} {}: {e}",
+                    req.method,
+                    req.path
+                );
+            }
+            Failure::Body(BodyError::TooLarge { announced }) => {
+                return anyhow!(transport::too_large(
+                    base,
+                    req.method.as_str(),
+                    req.path,
+                    announced
+                ));
+            }
+        };
+        if let Some(r) = transport::redirect_refusal(&e) {
+            return anyhow!(transport::redirect_refused(
+                r,
+                base,
+                req.method.as_str(),
+                req.path
+            ));
+        }
+        let chain = self.redactor.clean(&error_chain(&e));
         if e.is_timeout() {
             let secs = req.timeout.unwrap_or(self.timeout).as_secs();
             return anyhow!(
@@ -331,28 +355,12 @@ impl Client {
     }
 }
 
-/// The origin of an operator's BMC address: `10.0.0.5` → `https://10.0.0.5/`.
-pub(crate) fn base_url(given: &str) -> Result<Url> {
-    let with_scheme = if given.contains("://") {
-        given.to_string()
-    } else {
-        format!("https://{given}")
-    };
-    let url = Url::parse(&with_scheme)
-        .map_err(|e| anyhow!("--bmc must look like https://HOST[:PORT] ({e})"))?;
-    if !url.username().is_empty() || url.password().is_some() {
-        // Not echoing the URL: it holds credentials.
-        bail!(
-            "--bmc must not carry credentials: give the user with --username and the password in --password-file or DCN_BMC_PASSWORD"
-        );
-    }
-    if !matches!(url.scheme(), "https" | "http") {
-        bail!("--bmc must be an https:// URL, not {}://", url.scheme());
-    }
-    let host = url.host_str().context("--bmc has no host")?;
-    let mut base = Url::parse(&format!("{}://{host}/", url.scheme()))?;
-    base.set_port(url.port()).ok();
-    Ok(base)
+/// Why no answer could be used.
+enum Failure {
+    /// Sending, or receiving the status and headers.
+    Http(reqwest::Error),
+    /// Receiving the body.
+    Body(BodyError),
 }
 
 /// A reqwest error and its causes on one line, without repeats.
@@ -372,41 +380,6 @@ fn error_chain(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_urls() {
-        assert_eq!(base_url("10.0.0.5").unwrap().as_str(), "https://10.0.0.5/");
-        assert_eq!(
-            base_url("https://bmc.example:8443/redfish/v1")
-                .unwrap()
-                .as_str(),
-            "https://bmc.example:8443/"
-        );
-        assert_eq!(
-            base_url("https://[fd00::5]").unwrap().as_str(),
-            "https://[fd00::5]/"
-        );
-        let err = base_url("https://root:calvin@10.0.0.5")
-            .unwrap_err()
-            .to_string();
-        assert!(!err.contains("calvin"), "{err}");
-        assert!(base_url("ftp://10.0.0.5").is_err());
-    }
-
-    #[test]
-    fn backoff_grows_and_is_jittered_within_bounds() {
-        let r = Retry {
-            attempts: 4,
-            base_delay: Duration::from_millis(1000),
-        };
-        for _ in 0..50 {
-            let d2 = r.delay(2);
-            let d3 = r.delay(3);
-            assert!(d2 >= Duration::from_millis(500) && d2 <= Duration::from_millis(1000));
-            assert!(d3 >= Duration::from_millis(1000) && d3 <= Duration::from_millis(2000));
-        }
-        assert!(r.delay(40) <= Duration::from_secs(30));
-    }
 
     #[test]
     fn plain_http_needs_insecure() {

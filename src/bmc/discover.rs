@@ -4,8 +4,9 @@
 //! under the Manager).
 
 use super::client::{Client, Fetched};
+use super::collection;
 use super::error::RedfishError;
-use super::model::{Collection, ComputerSystem, Manager, ServiceRoot, VirtualMedia};
+use super::model::{ComputerSystem, Manager, ServiceRoot, VirtualMedia};
 use anyhow::{Context, Result, bail};
 
 pub const SERVICE_ROOT: &str = "/redfish/v1/";
@@ -83,11 +84,8 @@ pub fn find_system(client: &Client, wanted: Option<&str>) -> Result<System> {
     let systems = root
         .systems
         .context("the BMC's service root links no Systems collection")?;
-    let members = client
-        .get::<Collection>(&systems.odata_id)
-        .context("listing the BMC's systems")?
-        .value
-        .members;
+    let members =
+        collection::members(client, &systems.odata_id).context("listing the BMC's systems")?;
     if members.is_empty() {
         bail!("the BMC lists no systems under {}", systems.odata_id);
     }
@@ -177,10 +175,17 @@ pub fn virtual_media(client: &Client, system: &System) -> Result<Vec<Slot>> {
     if managers.is_empty() {
         let root = client.get::<ServiceRoot>(SERVICE_ROOT)?.value;
         if let Some(m) = root.managers {
-            managers = optional(client.get::<Collection>(&m.odata_id))?
-                .map(|c| c.value.members.into_iter().map(|m| m.odata_id).collect())
+            managers = optional(collection::members(client, &m.odata_id))?
+                .map(|c| c.into_iter().map(|m| m.odata_id).collect())
                 .unwrap_or_default();
         }
+    }
+    if managers.len() > collection::MAX_MEMBERS {
+        bail!(
+            "system {} names more than {} managers (Links.ManagedBy); dcn reads at most that many",
+            system.label(),
+            collection::MAX_MEMBERS
+        );
     }
     for m in &managers {
         let manager =
@@ -197,15 +202,22 @@ pub fn virtual_media(client: &Client, system: &System) -> Result<Vec<Slot>> {
             continue;
         }
         seen.push(c.clone());
-        let Some(coll) = optional(client.get::<Collection>(&c))
+        let Some(members) = optional(collection::members(client, &c))
             .with_context(|| format!("listing virtual media {c}"))?
         else {
             tracing::debug!("{c}: linked, but the BMC answers 404");
             continue;
         };
-        for m in coll.value.members {
+        for m in members {
             if slots.iter().any(|s| s.path == m.odata_id) {
                 continue;
+            }
+            if slots.len() == collection::MAX_MEMBERS {
+                bail!(
+                    "system {} has more than {} virtual drives; dcn reads at most that many",
+                    system.label(),
+                    collection::MAX_MEMBERS
+                );
             }
             let media = client
                 .get::<VirtualMedia>(&m.odata_id)

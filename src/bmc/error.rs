@@ -47,6 +47,20 @@ impl RedfishError {
         e
     }
 
+    /// Without the password and without control characters, so it can be
+    /// printed (the client does this to every error it returns).
+    pub fn cleaned(mut self, r: &super::untrusted::Redactor) -> RedfishError {
+        self.path = r.clean(&self.path);
+        for list in [
+            &mut self.messages,
+            &mut self.message_ids,
+            &mut self.properties,
+        ] {
+            list.iter_mut().for_each(|m| *m = r.clean(m));
+        }
+        self
+    }
+
     fn read_envelope(&mut self, err: &Value) {
         let infos = err["@Message.ExtendedInfo"].as_array().cloned();
         for info in infos.iter().flatten() {

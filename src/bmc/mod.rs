@@ -8,18 +8,25 @@
 //! (`media.rs`, `power.rs`), each case named after the BMC known to do it.
 //! TLS to the BMC is verified (system CAs, `--bmc-ca`, or `--bmc-pin`);
 //! `--insecure` is allowed but warned about on every run. The password is
-//! read from a file or the environment and is never printed.
+//! read from a file or the environment, is never printed, and goes only to
+//! the origin given with `--bmc` ([`transport`]). What the BMC sends is
+//! bounded (body size, collection size) and cleaned of the password and of
+//! control characters before anything prints it ([`untrusted`]).
 
 mod boot;
 pub mod client;
+mod collection;
 mod discover;
 pub mod error;
 mod fingerprint;
 mod media;
 pub mod model;
 mod power;
+mod retry;
 mod serve;
 mod status;
+mod transport;
+pub mod untrusted;
 
 pub use boot::{BootReport, BootRequest, boot};
 pub use client::{Client, ClientOptions, Retry};

@@ -23,12 +23,16 @@ pub struct ServiceRoot {
     pub managers: Option<Link>,
 }
 
-/// Any resource collection.
+/// Any resource collection (one page of it: read it with
+/// `collection::members`, which follows the next pages).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Collection {
     #[serde(default, deserialize_with = "null_as_default")]
     pub members: Vec<Link>,
+    /// The next page, when the BMC pages the collection.
+    #[serde(default, rename = "Members@odata.nextLink")]
+    pub next_link: Option<String>,
 }
 
 /// `ComputerSystem`: a server.

@@ -1,0 +1,189 @@
+//! The HTTP layer under the Redfish client, where a hostile BMC (or
+//! whatever answers at its address) is kept from taking the credentials or
+//! the memory: redirects are followed only within the exact origin the
+//! operator gave (scheme, host and port: a redirect from https to http on
+//! the same host and port would otherwise carry the Basic-auth header over
+//! plain HTTP), and every answer's body is read up to a cap.
+
+use anyhow::{Context, Result, anyhow, bail};
+use reqwest::Url;
+use std::io::Read;
+
+/// Largest answer read from a BMC. Redfish resources are a few KiB (a
+/// ComputerSystem with every OEM extension stays well under 1 MiB).
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Redirects followed for one request (BMCs redirect at most once, e.g.
+/// `/redfish/v1` to `/redfish/v1/`).
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Why a redirect was not followed.
+#[derive(Debug, thiserror::Error)]
+pub enum RedirectRefused {
+    #[error("redirected to {to}, outside {origin}")]
+    OtherOrigin { to: String, origin: String },
+    #[error("redirected more than {MAX_REDIRECTS} times")]
+    TooMany,
+}
+
+/// Follow a redirect only to `base`'s own origin, and at most
+/// [`MAX_REDIRECTS`] times. The refusal happens before anything is sent to
+/// the new address.
+pub fn redirect_policy(base: &Url) -> reqwest::redirect::Policy {
+    let origin = base.origin();
+    let shown = base.as_str().to_string();
+    reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.url().origin() != origin {
+            let to = attempt.url().origin().ascii_serialization();
+            attempt.error(RedirectRefused::OtherOrigin {
+                to,
+                origin: shown.clone(),
+            })
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(RedirectRefused::TooMany)
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// The redirect refusal inside a reqwest error, if that is what it is.
+pub fn redirect_refusal(e: &reqwest::Error) -> Option<&RedirectRefused> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(r) = err.downcast_ref::<RedirectRefused>() {
+            return Some(r);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// Why a body could not be read.
+#[derive(Debug)]
+pub enum BodyError {
+    /// The body is (or says it is) larger than the cap.
+    TooLarge {
+        announced: Option<u64>,
+    },
+    /// The transfer failed (a timeout keeps its reqwest error, so it is
+    /// reported as one).
+    Http(reqwest::Error),
+    Io(std::io::Error),
+}
+
+/// Read a body of at most `cap` bytes: refused at once when its
+/// Content-Length says more, and stopped as soon as it goes over
+/// (an endless body costs `cap` bytes, not the time limit).
+pub fn read_capped(resp: reqwest::blocking::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+    let announced = resp.content_length();
+    if announced.is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge { announced });
+    }
+    let mut body = Vec::new();
+    let mut limited = resp.take(cap as u64 + 1);
+    if let Err(e) = limited.read_to_end(&mut body) {
+        let kind = e.kind();
+        return Err(
+            match e.into_inner().map(|i| i.downcast::<reqwest::Error>()) {
+                Some(Ok(http)) => BodyError::Http(*http),
+                Some(Err(other)) => BodyError::Io(std::io::Error::new(kind, other)),
+                None => BodyError::Io(kind.into()),
+            },
+        );
+    }
+    if body.len() > cap {
+        return Err(BodyError::TooLarge { announced });
+    }
+    Ok(body)
+}
+
+/// The origin of an operator's BMC address: `10.0.0.5` → `https://10.0.0.5/`.
+pub(crate) fn base_url(given: &str) -> Result<Url> {
+    let with_scheme = if given.contains("://") {
+        given.to_string()
+    } else {
+        format!("https://{given}")
+    };
+    let url = Url::parse(&with_scheme)
+        .map_err(|e| anyhow!("--bmc must look like https://HOST[:PORT] ({e})"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        // Not echoing the URL: it holds credentials.
+        bail!(
+            "--bmc must not carry credentials: give the user with --username and the password in --password-file or DCN_BMC_PASSWORD"
+        );
+    }
+    if !matches!(url.scheme(), "https" | "http") {
+        bail!("--bmc must be an https:// URL, not {}://", url.scheme());
+    }
+    let host = url.host_str().context("--bmc has no host")?;
+    let mut base = Url::parse(&format!("{}://{host}/", url.scheme()))?;
+    base.set_port(url.port()).ok();
+    Ok(base)
+}
+
+/// The error for an answer over [`MAX_BODY`].
+pub fn too_large(base: &Url, method: &str, path: &str, announced: Option<u64>) -> String {
+    let said = announced
+        .map(|n| format!(" (it announced {})", size(n)))
+        .unwrap_or_default();
+    format!(
+        "the answer of the BMC at {base} to {method} {path} is larger than {}{said}; dcn stopped reading it. Redfish resources are a few KiB: check that --bmc is the BMC's Redfish address",
+        size(MAX_BODY as u64)
+    )
+}
+
+/// The error for a redirect not followed.
+pub fn redirect_refused(r: &RedirectRefused, base: &Url, method: &str, path: &str) -> String {
+    match r {
+        RedirectRefused::OtherOrigin { to, .. } if to.starts_with("http:") => format!(
+            "refusing to follow the BMC's redirect of {method} {path} to plain HTTP ({to}): the password would travel in clear, so nothing was sent there. dcn sends the BMC credentials only to {base}; a BMC that redirects to HTTP is misconfigured or impersonated: check its Redfish settings, and that --bmc and --bmc-pin name the BMC"
+        ),
+        RedirectRefused::OtherOrigin { to, .. } => format!(
+            "refusing to follow the BMC's redirect of {method} {path} to {to}: dcn sends the BMC credentials only to {base}, so nothing was sent to {to}. If {to} really is this BMC's Redfish service, pass it as --bmc"
+        ),
+        RedirectRefused::TooMany => format!(
+            "the BMC at {base} redirected {method} {path} more than {MAX_REDIRECTS} times; dcn stopped following"
+        ),
+    }
+}
+
+/// A size for messages: `4 MiB`, `400000000 bytes`.
+pub fn size(n: u64) -> String {
+    if n >= 1024 * 1024 && n.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", n / (1024 * 1024))
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        assert_eq!(base_url("10.0.0.5").unwrap().as_str(), "https://10.0.0.5/");
+        assert_eq!(
+            base_url("https://bmc.example:8443/redfish/v1")
+                .unwrap()
+                .as_str(),
+            "https://bmc.example:8443/"
+        );
+        assert_eq!(
+            base_url("https://[fd00::5]").unwrap().as_str(),
+            "https://[fd00::5]/"
+        );
+        let err = base_url("https://root:calvin@10.0.0.5")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("calvin"), "{err}");
+        assert!(base_url("ftp://10.0.0.5").is_err());
+    }
+
+    #[test]
+    fn sizes_read_plainly() {
+        assert_eq!(size(MAX_BODY as u64), "4 MiB");
+        assert_eq!(size(400_000_000), "400000000 bytes");
+    }
+}
