@@ -1,9 +1,14 @@
 //! `dcn serve`: the join service on the control plane. HTTPS (rustls, the
 //! `join` certificate of the dcn CA) on the join port, rate-limited per
-//! client, every request logged without secrets; a background placer maps
-//! joined hosts to the cell and their site's aggregate.
+//! client, with bounded connections and time limits ([`Limits`]), every
+//! request logged without secrets and with what the client sent escaped; a
+//! background placer maps joined hosts to the cell and their site's
+//! aggregate.
 
+mod backoff;
+mod gate;
 mod handlers;
+mod listener;
 mod placer;
 mod ratelimit;
 
@@ -20,6 +25,38 @@ use std::time::{Duration, SystemTime};
 
 /// Largest request body accepted (a join request with its CSR is ~2 KiB).
 const MAX_BODY: usize = 64 * 1024;
+
+/// How much the join service gives one client, and for how long.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections open at once, in all.
+    pub max_connections: usize,
+    /// Connections open at once from one address.
+    pub per_address: usize,
+    /// Time to complete the TLS handshake.
+    pub handshake: Duration,
+    /// Time to send a request's headers (each request of a connection).
+    pub headers: Duration,
+    /// Time to send a request's body.
+    pub body: Duration,
+    /// Time a connection may stay open, whatever it does.
+    pub connection: Duration,
+}
+
+impl Default for Limits {
+    /// A site's hosts join a few at a time and poll their status now and
+    /// then; these leave room for hundreds of them.
+    fn default() -> Limits {
+        Limits {
+            max_connections: 256,
+            per_address: 16,
+            handshake: Duration::from_secs(10),
+            headers: Duration::from_secs(10),
+            body: Duration::from_secs(10),
+            connection: Duration::from_secs(60),
+        }
+    }
+}
 
 struct State {
     host: Host,
@@ -44,6 +81,11 @@ pub fn run(host: Host) -> Result<()> {
 
 /// Run the join service on `listen` until killed.
 pub fn serve_on(host: Host, listen: SocketAddr) -> Result<()> {
+    serve_with(host, listen, Limits::default())
+}
+
+/// Run the join service on `listen`, within `limits`, until killed.
+pub fn serve_with(host: Host, listen: SocketAddr, limits: Limits) -> Result<()> {
     let tls = server_tls(&host)?;
 
     let placer_host = host.clone();
@@ -78,40 +120,8 @@ pub fn serve_on(host: Host, listen: SocketAddr) -> Result<()> {
             .with_context(|| format!("listening on {listen}"))?;
         tracing::info!("join service listening on https://{listen}");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        loop {
-            let (stream, peer) = match listener.accept().await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!("accepting a connection: {e}");
-                    continue;
-                }
-            };
-            let acceptor = acceptor.clone();
-            let state = state.clone();
-            tokio::spawn(async move {
-                let tls =
-                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream))
-                        .await
-                    {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::info!("{peer}: TLS handshake failed: {e}");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::info!("{peer}: TLS handshake timed out");
-                            return;
-                        }
-                    };
-                let service =
-                    hyper::service::service_fn(move |req| handle(state.clone(), peer, req));
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
-                if let Err(e) = tokio::time::timeout(Duration::from_secs(120), conn).await {
-                    tracing::debug!("{peer}: connection closed: {e}");
-                }
-            });
-        }
+        listener::run(listener, acceptor, state, limits).await;
+        Ok(())
     })
 }
 
@@ -155,15 +165,28 @@ fn error(status: u16, error: &str, message: &str) -> Response<Full<Bytes>> {
     )
 }
 
+/// What a client sent, for the log: escaped (a newline cannot start a
+/// forged line, an escape sequence cannot reach a terminal) and cut short.
+fn shown(text: &str) -> String {
+    const MAX: usize = 80;
+    let mut cut: String = text.chars().take(MAX).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
+}
+
 async fn handle(
     state: Arc<State>,
     peer: SocketAddr,
+    body_time: Duration,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    let (response, note) = route(&state, peer, req).await;
-    // Logged: who asked what and the outcome; never tokens or passwords.
+    let path = shown(req.uri().path());
+    let (response, note) = route(&state, peer, body_time, req).await;
+    // Logged: who asked what and the outcome; never tokens or passwords,
+    // and what the client chose only through `shown`.
     tracing::info!(
         "{} {method} {path} -> {} {note}",
         peer.ip(),
@@ -175,6 +198,7 @@ async fn handle(
 async fn route(
     state: &Arc<State>,
     peer: SocketAddr,
+    body_time: Duration,
     req: Request<Incoming>,
 ) -> (Response<Full<Bytes>>, String) {
     if !state.limiter.allow(peer.ip()) {
@@ -199,11 +223,18 @@ async fn route(
             String::new(),
         ),
         (Method::POST, JOIN_PATH) => {
-            let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(_) => {
+            let body = Limited::new(req.into_body(), MAX_BODY).collect();
+            let body = match tokio::time::timeout(body_time, body).await {
+                Ok(Ok(b)) => b.to_bytes(),
+                Ok(Err(_)) => {
                     return (
                         error(413, "bad-request", "the request is too large"),
+                        String::new(),
+                    );
+                }
+                Err(_) => {
+                    return (
+                        error(408, "bad-request", "the request body came too slowly"),
                         String::new(),
                     );
                 }
@@ -217,15 +248,19 @@ async fn route(
                     );
                 }
             };
-            let token_id = join
+            let token_id: String = join
                 .token
                 .split('.')
                 .next()
                 .unwrap_or("")
                 .chars()
                 .take(8)
-                .collect::<String>();
-            let note = format!("(host {}, token {token_id})", join.hostname);
+                .collect();
+            let note = format!(
+                "(host {}, token {})",
+                shown(&join.hostname),
+                shown(&token_id)
+            );
             let st = state.clone();
             match tokio::task::spawn_blocking(move || handlers::join(&st.host, &join)).await {
                 Ok(Ok(reply)) => (
@@ -241,6 +276,13 @@ async fn route(
         }
         (Method::GET, p) if p.starts_with(NODES_PATH) => {
             let hostname = p[NODES_PATH.len()..].to_string();
+            let shown_host = shown(&hostname);
+            if hostname.parse::<crate::config::types::Hostname>().is_err() {
+                return (
+                    error(404, "bad-request", "not a host name"),
+                    format!("(node {shown_host})"),
+                );
+            }
             let bearer = req
                 .headers()
                 .get("Authorization")
@@ -254,10 +296,10 @@ async fn route(
             })
             .await
             {
-                Ok(Ok(status)) => (json(200, &status), format!("(node {hostname})")),
+                Ok(Ok(status)) => (json(200, &status), format!("(node {shown_host})")),
                 Ok(Err(r)) => (
                     json(r.status, &r.reply),
-                    format!("(node {hostname}) refused: {}", r.reply.error),
+                    format!("(node {shown_host}) refused: {}", r.reply.error),
                 ),
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }

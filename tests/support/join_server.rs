@@ -1,0 +1,211 @@
+//! A control plane's join service on 127.0.0.1 for the hostile-client
+//! tests: its state (CA, join certificate, sites edge1 and edge2, a token)
+//! in a private temporary root, the service started by the test's own
+//! function in a thread, raw TLS and TCP clients (from any 127.0.0.0/8
+//! address), and the service's log captured in memory.
+
+#![allow(dead_code)]
+
+use dcn::bundle::JoinToken;
+use dcn::host::{FileSpec, Files, Host};
+use dcn::pki::CertificateAuthority;
+use dcn::secrets::{PasswordStore, Secret};
+use dcn::sites::{Registry, Site, SiteSecrets, TokenRecord};
+use dcn::timefmt::rfc3339;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+pub struct ControlPlane {
+    pub dir: tempfile::TempDir,
+    pub files: Files,
+    pub ca: CertificateAuthority,
+    pub port: u16,
+    pub endpoint: String,
+    pub token: JoinToken,
+}
+
+impl ControlPlane {
+    /// A control plane whose service `start` runs (it never returns).
+    pub fn start(start: impl FnOnce(Host, SocketAddr) + Send + 'static) -> ControlPlane {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        let ca = CertificateAuthority::generate("test CA").unwrap();
+        let secret = FileSpec::secret();
+        files
+            .ensure_dir("/var/lib/dcn", &FileSpec::private_dir())
+            .unwrap();
+        let put = |path: &str, text: &str| files.write(path, text.as_bytes(), &secret).unwrap();
+        put("/var/lib/dcn/pki/ca.crt", ca.cert_pem());
+        put("/var/lib/dcn/pki/ca.key", ca.key_pem().expose());
+        let join = ca
+            .issue(&dcn::pki::LeafRequest {
+                common_name: "join".into(),
+                dns_names: vec!["localhost".into()],
+                ip_addresses: vec!["127.0.0.1".parse().unwrap()],
+                usage: dcn::pki::Usage::Server,
+            })
+            .unwrap();
+        put("/var/lib/dcn/pki/join.crt", &join.cert_pem);
+        put("/var/lib/dcn/pki/join.key", join.key_pem.expose());
+        put(
+            "/var/lib/dcn/config.yaml",
+            "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  hostname: cp\n  address: 127.0.0.1\n",
+        );
+        let mut pw = PasswordStore::default();
+        pw.ensure(["metadata_secret", "keystone_admin"]);
+        pw.save(&files).unwrap();
+        let reg = Registry::new(&files);
+        let now = SystemTime::now();
+        reg.save_site(&Site {
+            name: "edge1".into(),
+            created_at: rfc3339(now - Duration::from_secs(60)),
+            aggregate_id: Some(1),
+            revoked_at: None,
+        })
+        .unwrap();
+        reg.save_site_secrets(
+            "edge1",
+            &SiteSecrets {
+                rabbit_password: Secret::new("rabbit-edge1-pw"),
+                keystone_password: Secret::new("keystone-edge1-pw"),
+            },
+        )
+        .unwrap();
+        let token = JoinToken::generate();
+        reg.save_token(&TokenRecord {
+            id: token.id.clone(),
+            hash: token.hash(),
+            site: "edge1".into(),
+            created_at: rfc3339(now),
+            not_after: rfc3339(now + Duration::from_secs(3600)),
+            max_uses: 5,
+            uses: 0,
+        })
+        .unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen: SocketAddr = ([127, 0, 0, 1], port).into();
+        let host = Host::system(dir.path(), false);
+        std::thread::spawn(move || start(host, listen));
+        for _ in 0..100 {
+            if TcpStream::connect(listen).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ControlPlane {
+            dir,
+            files,
+            ca,
+            port,
+            endpoint: format!("https://127.0.0.1:{port}"),
+            token,
+        }
+    }
+
+    /// A TCP connection to the service from `from` (any 127.x.y.z).
+    pub fn tcp_from(&self, from: Ipv4Addr) -> std::io::Result<TcpStream> {
+        use nix::sys::socket::{
+            AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, socket,
+        };
+        use std::os::fd::AsRawFd;
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )?;
+        bind(
+            fd.as_raw_fd(),
+            &SockaddrIn::from(SocketAddrV4::new(from, 0)),
+        )?;
+        let to = SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port));
+        connect(fd.as_raw_fd(), &to)?;
+        Ok(TcpStream::from(fd))
+    }
+
+    /// A TLS connection from `from`, trusting the test CA.
+    pub fn tls_from(&self, from: Ipv4Addr) -> std::io::Result<Tls> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls::pki_types::CertificateDer::from(
+                dcn::pki::pem_der(self.ca.cert_pem()).unwrap(),
+            ))
+            .unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(dcn::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let tcp = self.tcp_from(from)?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock)?;
+        }
+        Ok(tls)
+    }
+
+    /// Send raw bytes over TLS from 127.0.0.1; the answer, as text.
+    pub fn raw_https(&self, request: &[u8]) -> String {
+        let mut tls = self.tls_from(Ipv4Addr::LOCALHOST).unwrap();
+        tls.write_all(request).unwrap();
+        let mut out = Vec::new();
+        let _ = tls.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+pub type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// The log of everything in this test process, captured in memory (the
+/// first MiB kept, every byte counted), as `dcn serve` would print it.
+pub mod log {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static BYTES: AtomicU64 = AtomicU64::new(0);
+    static KEPT: super::Mutex<Vec<u8>> = super::Mutex::new(Vec::new());
+
+    struct Sink;
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            BYTES.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            let mut kept = KEPT.lock().unwrap();
+            if kept.len() < 1 << 20 {
+                kept.extend_from_slice(buf);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Capture from now on (once per process).
+    pub fn capture() {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(|| Sink)
+            .with_ansi(false)
+            .without_time()
+            .with_target(false)
+            .with_level(false)
+            .with_max_level(tracing::Level::INFO)
+            .try_init();
+    }
+
+    pub fn bytes() -> u64 {
+        BYTES.load(Ordering::Relaxed)
+    }
+
+    pub fn text() -> String {
+        String::from_utf8_lossy(&KEPT.lock().unwrap()).into_owned()
+    }
+}
