@@ -243,3 +243,18 @@ fn collections_are_bounded() {
     let run = status(&bmc);
     assert!(run.ok && run.stdout.contains("node-0"), "{run}");
 }
+
+#[test]
+fn certificate_names_are_printed_escaped() {
+    let bmc = HostileBmc::start_named("bmc\u{1b}[2J\u{1b}]0;owned\u{7}", "evil\u{1b}[8m.example");
+    let run = hostile_bmc::run_dcn(&["bmc", "fingerprint", "--bmc", &bmc.url]);
+    assert!(run.ok, "{run}");
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\u{7}'),
+        "{run}"
+    );
+    assert!(
+        run.stdout.contains("\\u{1b}[2J") && run.stdout.contains("evil\\u{1b}[8m.example"),
+        "{run}"
+    );
+}

@@ -2,6 +2,7 @@
 //! trusting anything or sending credentials, for the operator to compare
 //! out of band before pinning it.
 
+use super::untrusted::terminal_safe;
 use crate::cli::OutputFormat;
 use crate::cli::bmc::FingerprintArgs;
 use anyhow::{Context, Result, bail};
@@ -44,9 +45,15 @@ pub fn run(args: &FingerprintArgs) -> Result<ExitCode> {
             .map(|b| format!("{b:02X}"))
             .collect::<Vec<_>>()
             .join(":"),
-        subject: info.subject.clone(),
+        // Names are the BMC's to choose (IA5 and UTF-8 strings may hold
+        // escape sequences): shown escaped.
+        subject: terminal_safe(&info.subject).into_owned(),
         not_after: crate::timefmt::rfc3339(info.not_after.into()),
-        dns_names: info.dns_names.clone(),
+        dns_names: info
+            .dns_names
+            .iter()
+            .map(|n| terminal_safe(n).into_owned())
+            .collect(),
         ip_addresses: info.ip_addresses.iter().map(|i| i.to_string()).collect(),
     };
     match args.output {

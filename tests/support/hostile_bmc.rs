@@ -70,6 +70,11 @@ pub struct HostileBmc {
 
 impl HostileBmc {
     pub fn start() -> HostileBmc {
+        HostileBmc::start_named("hostile-bmc", "localhost")
+    }
+
+    /// With this common name and DNS name in its certificate.
+    pub fn start_named(common_name: &str, dns_name: &str) -> HostileBmc {
         let mut r = HashMap::new();
         r.insert("/redfish/v1/".to_string(), fixture("service-root.json"));
         let mut systems = fixture("systems.json");
@@ -90,8 +95,8 @@ impl HostileBmc {
         let ca = dcn::pki::CertificateAuthority::generate("hostile BMC CA").unwrap();
         let leaf = ca
             .issue(&dcn::pki::LeafRequest {
-                common_name: "hostile-bmc".into(),
-                dns_names: vec!["localhost".into()],
+                common_name: common_name.into(),
+                dns_names: vec![dns_name.into()],
                 ip_addresses: vec!["127.0.0.1".parse().unwrap()],
                 usage: dcn::pki::Usage::Server,
             })
