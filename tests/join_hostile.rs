@@ -1,7 +1,8 @@
-//! The join service's log against a client that writes it: hostnames,
-//! tokens and paths with newlines, carriage returns and escape sequences,
-//! sent without a valid token (failure 6 of issue 12). Each shows in the
-//! log as one escaped line; none starts a line of its own.
+//! The join service, with its default limits, against hostile clients:
+//! hostnames, tokens and paths with newlines, carriage returns and escape
+//! sequences, sent without a valid token (failure 6 of issue 12), each
+//! shown in the log as one escaped line, none starting a line of its own;
+//! and one address opening more connections than its share.
 
 #[path = "support/join_server.rs"]
 mod join_server;
@@ -67,4 +68,37 @@ fn client_text_cannot_forge_or_colour_a_log_line() {
     let longest = text.lines().map(str::len).max().unwrap_or(0);
     assert!(longest < 1000, "a line of {longest} bytes:\n{text}");
     assert!(text.contains("/v1/nodes/a%0A"), "{text}");
+}
+
+#[test]
+fn one_address_cannot_hold_every_connection() {
+    let cp = ControlPlane::start(|host, listen| {
+        let _ = dcn::serve::serve_on(host, listen);
+    });
+    // The default share of one address (Limits::default().per_address).
+    let share = 16;
+    let me = std::net::Ipv4Addr::LOCALHOST;
+    let _held: Vec<_> = (0..share).map(|_| cp.tcp_from(me).unwrap()).collect();
+    let mut more = cp.tcp_from(me).unwrap();
+    more.set_read_timeout(Some(std::time::Duration::from_secs(3)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let start = std::time::Instant::now();
+    let closed = matches!(std::io::Read::read(&mut more, &mut buf), Ok(0) | Err(_))
+        && start.elapsed() < std::time::Duration::from_secs(2);
+    assert!(
+        closed,
+        "connection {} from one address is held open",
+        share + 1
+    );
+    // Another address is served meanwhile.
+    let mut tls = cp.tls_from(std::net::Ipv4Addr::new(127, 0, 0, 2)).unwrap();
+    std::io::Write::write_all(
+        &mut tls,
+        b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut tls, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
