@@ -29,9 +29,7 @@ fn open_fds() -> u64 {
 #[test]
 fn out_of_descriptors_the_service_waits_quietly_and_recovers() {
     log::capture();
-    let cp = ControlPlane::start(|host, listen| {
-        let _ = dcn::serve::serve_on(host, listen);
-    });
+    let cp = ControlPlane::start(join_server::serve);
     let client = dcn::join::client::JoinClient::new(&cp.endpoint, cp.ca.cert_pem()).unwrap();
     client.health().unwrap();
 

@@ -27,9 +27,7 @@ fn request(hostname: &str, token: &str) -> JoinRequest {
 #[test]
 fn client_text_cannot_forge_or_colour_a_log_line() {
     log::capture();
-    let cp = ControlPlane::start(|host, listen| {
-        let _ = dcn::serve::serve_on(host, listen);
-    });
+    let cp = ControlPlane::start(join_server::serve);
     let client = JoinClient::new(&cp.endpoint, cp.ca.cert_pem()).unwrap();
     let good_token = cp.token.expose_full();
     let cases = [
@@ -72,9 +70,7 @@ fn client_text_cannot_forge_or_colour_a_log_line() {
 
 #[test]
 fn one_address_cannot_hold_every_connection() {
-    let cp = ControlPlane::start(|host, listen| {
-        let _ = dcn::serve::serve_on(host, listen);
-    });
+    let cp = ControlPlane::start(join_server::serve);
     // The default share of one address (Limits::default().per_address).
     let share = 16;
     let me = std::net::Ipv4Addr::LOCALHOST;

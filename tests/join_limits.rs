@@ -14,8 +14,8 @@ use std::net::{Ipv4Addr, TcpStream};
 use std::time::{Duration, Instant};
 
 fn service(limits: Limits) -> ControlPlane {
-    ControlPlane::start(move |host, listen| {
-        let _ = dcn::serve::serve_with(host, listen, limits);
+    ControlPlane::start(move |host, listen, accounts| {
+        let _ = dcn::serve::serve_with(host, listen, limits, accounts);
     })
 }
 

@@ -19,6 +19,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Poll `check` every 3 s until it returns true or `limit` passes.
@@ -164,6 +165,35 @@ fn hand_over(lab: &Lab, from: &str, to: &str, path: &str) {
 }
 
 /// Export a bundle on the control plane; returns the CA pin it printed.
+/// Run tests/fixtures/lab/credential-probe.py on `host`: each of its
+/// credentials tried from the host, `name -> (ok|refused|error, detail)`.
+fn probe(lab: &Lab, host: &str, other_chassis: &str) -> BTreeMap<String, (String, String)> {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lab/credential-probe.py"
+    );
+    std::fs::copy(script, lab.host_path(host, "/root/credential-probe.py")).unwrap();
+    let out = lab.ok_on(
+        host,
+        &[
+            "python3",
+            "/root/credential-probe.py",
+            "10.240.0.10",
+            other_chassis,
+        ],
+    );
+    eprintln!("credentials of {host}:\n{out}");
+    out.lines()
+        .filter_map(|l| {
+            let mut w = l.splitn(3, ' ');
+            Some((
+                w.next()?.to_string(),
+                (w.next()?.to_string(), w.next().unwrap_or("").to_string()),
+            ))
+        })
+        .collect()
+}
+
 fn export(lab: &Lab, args: &[&str]) -> String {
     let mut a = vec!["dcn", "bundle", "export"];
     a.extend_from_slice(args);
@@ -473,12 +503,13 @@ fn lab_edge_sites_end_to_end() {
         || node_health(&lab)["edge2"].2 == "up",
     );
 
-    // Refused joins on the spare host edge3 change nothing.
+    // Refused joins on the spare host edge3 change nothing. Its bundle is
+    // for site edge1, which it joins later as that site's second node.
     let pin = export(
         &lab,
         &[
             "--site",
-            "edge3",
+            "edge1",
             "--max-uses",
             "1",
             "-o",
@@ -496,7 +527,7 @@ fn lab_edge_sites_end_to_end() {
 
     export(
         &lab,
-        &["--site", "edge3", "--ttl", "1s", "-o", "/root/old.tar.gz"],
+        &["--site", "edge1", "--ttl", "1s", "-o", "/root/old.tar.gz"],
     );
     hand_over(&lab, "cp", "edge3", "/root/old.tar.gz");
     std::thread::sleep(Duration::from_secs(2));
@@ -551,7 +582,7 @@ fn lab_edge_sites_end_to_end() {
         ],
     );
     outputs.push_str(&joined);
-    assert!(joined.contains("joined site edge3"), "{joined}");
+    assert!(joined.contains("joined site edge1"), "{joined}");
     let again = lab.ok_on(
         "edge3",
         &[
@@ -565,16 +596,73 @@ fn lab_edge_sites_end_to_end() {
         ],
     );
     assert!(
-        again.contains("is still a node of site edge3"),
+        again.contains("is still a node of site edge1"),
         "a second join converges: {again}"
     );
-    hand_over(&lab, "cp", "edge1", "/root/edge3.tar.gz");
+    hand_over(&lab, "cp", "edge2", "/root/edge3.tar.gz");
     let out = lab.fails_on(
-        "edge1",
+        "edge2",
         &["dcn", "join", "/root/edge3.tar.gz", "--ca-pin", &pin],
     );
-    assert!(out.contains("is a node of site edge1"), "{out}");
+    assert!(out.contains("is a node of site edge2"), "{out}");
+
+    // Least privilege: each node's own credentials work, and its OVN
+    // certificate changes its own chassis only, not a neighbour's.
+    for (host, other) in [("edge3", "edge1"), ("edge1", "edge2")] {
+        let p = probe(&lab, host, other);
+        for cred in ["rabbit", "keystone", "token", "join", "ovn-own"] {
+            assert_eq!(p[cred].0, "ok", "{host}'s {cred}: {p:?}");
+        }
+        assert!(
+            p["ovn-other"].0 == "refused" && p["ovn-other"].1.contains("RBAC"),
+            "{host} may not write {other}'s chassis: {p:?}"
+        );
+    }
+    let edge1_guests = at_site("edge1");
+    let marks = last_rounds(&lab, &edge1_guests);
+
+    // Removing edge3 kills each of its credentials; its site neighbour
+    // edge1 keeps working, guests included.
     lab.ok(&["dcn", "node", "remove", "edge3"]);
+    let p = probe(&lab, "edge3", "edge1");
+    for cred in [
+        "rabbit",
+        "keystone",
+        "token",
+        "join",
+        "ovn-own",
+        "ovn-other",
+    ] {
+        assert_eq!(p[cred].0, "refused", "removed edge3's {cred}: {p:?}");
+    }
+    let conns = lab.ok(&[
+        "rabbitmqctl",
+        "list_connections",
+        "--quiet",
+        "--no-table-headers",
+        "user",
+    ]);
+    assert!(
+        !conns.contains("dcn-node-edge3"),
+        "edge3's open connections were closed: {conns}"
+    );
+    let chassis = lab.ok(&["ovn-sbctl", "--columns=name", "list", "Chassis"]);
+    assert!(!chassis.contains("edge3"), "{chassis}");
+    wait_for(
+        "edge1 is healthy after its neighbour was removed",
+        Duration::from_secs(120),
+        || node_health(&lab)["edge1"] == ("placed".into(), "up".into(), "up".into()),
+    );
+    let p = probe(&lab, "edge1", "edge2");
+    for cred in ["rabbit", "keystone", "token", "join", "ovn-own"] {
+        assert_eq!(p[cred].0, "ok", "edge1's {cred} after edge3 left: {p:?}");
+    }
+    for (name, (n, lost)) in rounds_since(&lab, &edge1_guests, &marks) {
+        assert!(
+            n > 0 && lost.is_empty(),
+            "{name} while its neighbour was removed: {n} rounds, lost {lost:?}"
+        );
+    }
     lab.ok_on("edge3", &["dcn", "reset", "--yes"]);
     let out = lab.fails_on(
         "edge3",
@@ -629,7 +717,7 @@ fn lab_edge_sites_end_to_end() {
     secrets.extend(values(&lab.ok(&[
         "sh",
         "-c",
-        "cat /var/lib/dcn/secrets/passwords.yaml /var/lib/dcn/sites/*.secrets.yaml",
+        "cat /var/lib/dcn/secrets/passwords.yaml",
     ])));
     for edge in ["edge1", "edge2"] {
         secrets.extend(values(

@@ -192,7 +192,7 @@ pub enum SiteCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
-    /// Revoke a site: its credentials and tokens are deleted, its hosts lose access
+    /// Revoke a site: its nodes' credentials and its tokens die, its hosts lose access
     Revoke {
         /// The site
         site: crate::config::types::SiteName,
@@ -206,7 +206,7 @@ pub enum NodeCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
-    /// Remove an edge host: its compute service, resource provider and aggregate membership
+    /// Remove an edge host: its credentials die, then its compute service, resource provider and aggregate membership go
     Remove {
         /// The host name
         hostname: String,

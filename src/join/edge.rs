@@ -193,9 +193,25 @@ pub fn request(
         );
         return Ok(c);
     }
-    // The node's key is made here and never leaves the host.
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-        .context("generating the node key")?;
+    // The node's key is made here and never leaves the host. It is kept
+    // before the request: a join interrupted after the control plane
+    // recorded this host can only be repeated with the same key.
+    let key = match files.read_string(NODE_KEY)? {
+        Some(pem) => rcgen::KeyPair::from_pem(&pem)
+            .context("reading the node key kept by an earlier join (remove it to start over)")?,
+        None => {
+            let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
+                .context("generating the node key")?;
+            files.ensure_dir(crate::paths::STATE_DIR, &FileSpec::private_dir())?;
+            files.ensure_dir(NODE_DIR, &FileSpec::private_dir())?;
+            files.write(
+                NODE_KEY,
+                key.serialize_pem().as_bytes(),
+                &FileSpec::secret(),
+            )?;
+            key
+        }
+    };
     let mut params =
         rcgen::CertificateParams::new(vec![hostname.to_string()]).context("the node's name")?;
     params.distinguished_name = rcgen::DistinguishedName::new();
@@ -215,8 +231,15 @@ pub fn request(
         dcn_version: env!("CARGO_PKG_VERSION").into(),
     };
     let reply = super::retry(deadline, "the join service", || client.join(&req))?;
-    crate::pki::verify_issued_by(&bundle.ca_cert_pem, &reply.node_certificate)
-        .context("the join service returned a certificate the bundle's CA did not issue")?;
+    // Signed by a CA of this node's own (the OVN SB trusts it while the
+    // node is a member), so what matters here is that it is for our key.
+    let info = crate::pki::CertInfo::from_pem(&reply.node_certificate)
+        .context("the join service returned an unreadable certificate")?;
+    if info.spki_public_key != key.public_key_raw() {
+        bail!(
+            "the join service returned a certificate for another key; is the join endpoint really this control plane?"
+        );
+    }
     let creds = Credentials {
         site: reply.site.clone(),
         rabbit_user: reply.messaging.username.clone(),
@@ -226,13 +249,6 @@ pub fn request(
         metadata_secret: Secret::new(reply.metadata_secret.clone()),
         node_secret: Secret::new(reply.node_secret.clone()),
     };
-    files.ensure_dir(crate::paths::STATE_DIR, &FileSpec::private_dir())?;
-    files.ensure_dir(NODE_DIR, &FileSpec::private_dir())?;
-    files.write(
-        NODE_KEY,
-        key.serialize_pem().as_bytes(),
-        &FileSpec::secret(),
-    )?;
     files.write(
         NODE_CERT,
         reply.node_certificate.as_bytes(),

@@ -1,14 +1,13 @@
 //! What the join service does for each request (blocking code, run off the
 //! async reactor): check the token, sign the node's CSR, record the node,
-//! hand out the site's credentials; report a node's state.
+//! give it accounts of its own; report a node's state.
 
 use crate::bundle::JoinToken;
 use crate::host::Host;
 use crate::join::protocol::{ErrorReply, JoinReply, JoinRequest, NodeStatus, UserCredentials};
-use crate::pki::{LeafRequest, Usage};
 use crate::secrets::{PasswordStore, random_string};
-use crate::sites::provision;
-use crate::sites::{NodeRecord, NodeState, Registry, site_user};
+use crate::sites::accounts::NodeAccounts;
+use crate::sites::{NodeRecord, NodeState, Registry, ovn_access, provision};
 use crate::timefmt::{parse_rfc3339, rfc3339, rough};
 use sha2::{Digest, Sha256};
 use std::time::SystemTime;
@@ -43,7 +42,11 @@ fn hash(secret: &str) -> String {
 }
 
 /// `POST /v1/join`.
-pub fn join(host: &Host, req: &JoinRequest) -> Result<JoinReply, Refusal> {
+pub fn join(
+    host: &Host,
+    accounts: &dyn NodeAccounts,
+    req: &JoinRequest,
+) -> Result<JoinReply, Refusal> {
     let token: JoinToken = req.token.parse().map_err(|e| {
         refuse(
             401,
@@ -104,8 +107,19 @@ pub fn join(host: &Host, req: &JoinRequest) -> Result<JoinReply, Refusal> {
             ),
         ));
     }
-    // A host that joined before (an interrupted join running again) gets
-    // its credentials again without spending another use of the token.
+    // The node's certificate, from a CA made for it alone (the SB trusts
+    // that CA while the node is a member). The CSR's signature proves the
+    // requester holds the key.
+    let issued = ovn_access::issue(&req.csr, hostname.as_str(), address).map_err(|e| {
+        refuse(
+            400,
+            "bad-request",
+            format!("the certificate signing request is not usable: {e:#}"),
+        )
+    })?;
+    // A known host may join again (an interrupted join running again, with
+    // the key it kept) without spending a use; anyone else naming it is
+    // refused, whatever the token allows.
     let existing = registry.node(hostname.as_str()).map_err(internal)?;
     match &existing {
         Some(n) if n.site != site.name => {
@@ -118,7 +132,17 @@ pub fn join(host: &Host, req: &JoinRequest) -> Result<JoinReply, Refusal> {
                 ),
             ));
         }
-        Some(_) => {}
+        Some(n) if n.key_pin.as_deref() == Some(issued.key_pin.as_str()) => {}
+        Some(_) => {
+            return Err(refuse(
+                409,
+                "node-exists",
+                format!(
+                    "host {hostname} already joined site {} with another key; if it was reinstalled, run `dcn node remove {hostname}` on the control plane, then join again",
+                    site.name
+                ),
+            ));
+        }
         None if record.uses >= record.max_uses => {
             return Err(refuse(
                 401,
@@ -131,40 +155,13 @@ pub fn join(host: &Host, req: &JoinRequest) -> Result<JoinReply, Refusal> {
         }
         None => {}
     }
-    let ca = crate::standalone::secrets::load_ca(&host.files).map_err(internal)?;
-    let node_certificate = ca
-        .sign_csr(
-            &req.csr,
-            &LeafRequest {
-                common_name: hostname.to_string(),
-                dns_names: vec![hostname.to_string()],
-                ip_addresses: vec![address],
-                usage: Usage::Client,
-            },
-        )
-        .map_err(|e| {
-            refuse(
-                400,
-                "bad-request",
-                format!("the certificate signing request is not usable: {e:#}"),
-            )
-        })?;
-    let secrets = registry
-        .site_secrets(&site.name)
-        .map_err(internal)?
-        .ok_or_else(|| {
-            refuse(
-                401,
-                "site-revoked",
-                format!("site {} has no credentials (revoked?)", site.name),
-            )
-        })?;
     let passwords = PasswordStore::load(&host.files).map_err(internal)?;
     let metadata_secret = passwords
         .get("metadata_secret")
         .map_err(internal)?
         .expose()
         .to_string();
+    let credentials = accounts.grant(hostname.as_str()).map_err(internal)?;
     let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
     registry
         .save_node(&NodeRecord {
@@ -181,24 +178,26 @@ pub fn join(host: &Host, req: &JoinRequest) -> Result<JoinReply, Refusal> {
                 .map(|n| n.state)
                 .unwrap_or(NodeState::Joined),
             placed_at: existing.as_ref().and_then(|n| n.placed_at.clone()),
+            key_pin: Some(issued.key_pin),
+            ovn_ca: Some(issued.ca_pem),
         })
         .map_err(internal)?;
     if existing.is_none() {
         record.uses += 1;
         registry.save_token(&record).map_err(internal)?;
     }
-    let user = site_user(&site.name);
+    ovn_access::write_client_cas(&host.files).map_err(internal)?;
     Ok(JoinReply {
         site: site.name,
-        node_certificate,
+        node_certificate: issued.cert_pem,
         node_secret,
         messaging: UserCredentials {
-            username: user.clone(),
-            password: secrets.rabbit_password.expose().to_string(),
+            username: credentials.username.clone(),
+            password: credentials.rabbit_password.expose().to_string(),
         },
         service_user: UserCredentials {
-            username: user,
-            password: secrets.keystone_password.expose().to_string(),
+            username: credentials.username,
+            password: credentials.keystone_password.expose().to_string(),
         },
         metadata_secret,
     })

@@ -14,6 +14,7 @@ mod ratelimit;
 
 use crate::host::Host;
 use crate::join::protocol::{ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest, NODES_PATH};
+use crate::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use anyhow::{Context, Result};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -60,6 +61,7 @@ impl Default for Limits {
 
 struct State {
     host: Host,
+    accounts: Arc<dyn NodeAccounts>,
     limiter: ratelimit::RateLimiter,
 }
 
@@ -79,13 +81,25 @@ pub fn run(host: Host) -> Result<()> {
     )
 }
 
-/// Run the join service on `listen` until killed.
+/// Run the join service on `listen` until killed, giving nodes accounts
+/// on this control plane's RabbitMQ and keystone.
 pub fn serve_on(host: Host, listen: SocketAddr) -> Result<()> {
-    serve_with(host, listen, Limits::default())
+    let accounts = Arc::new(ControlPlaneAccounts { host: host.clone() });
+    serve_with(host, listen, Limits::default(), accounts)
 }
 
-/// Run the join service on `listen`, within `limits`, until killed.
-pub fn serve_with(host: Host, listen: SocketAddr, limits: Limits) -> Result<()> {
+/// Run the join service on `listen`, within `limits`, until killed, with
+/// node accounts kept in `accounts`.
+pub fn serve_with(
+    host: Host,
+    listen: SocketAddr,
+    limits: Limits,
+    accounts: Arc<dyn NodeAccounts>,
+) -> Result<()> {
+    // The OVN SB's list of admitted nodes, from the registry (it is not
+    // there yet after `standalone init` or a reset).
+    let admitted = crate::sites::ovn_access::write_client_cas(&host.files)?;
+    tracing::info!("the OVN southbound admits {admitted} edge node(s)");
     let tls = server_tls(&host)?;
 
     let placer_host = host.clone();
@@ -107,6 +121,7 @@ pub fn serve_with(host: Host, listen: SocketAddr, limits: Limits) -> Result<()> 
 
     let state = Arc::new(State {
         host,
+        accounts,
         limiter: ratelimit::RateLimiter::default(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -262,7 +277,11 @@ async fn route(
                 shown(&token_id)
             );
             let st = state.clone();
-            match tokio::task::spawn_blocking(move || handlers::join(&st.host, &join)).await {
+            match tokio::task::spawn_blocking(move || {
+                handlers::join(&st.host, st.accounts.as_ref(), &join)
+            })
+            .await
+            {
                 Ok(Ok(reply)) => (
                     json(200, &reply),
                     format!("{note} joined site {}", reply.site),

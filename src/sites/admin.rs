@@ -1,7 +1,9 @@
 //! `dcn site list|revoke` and `dcn node list|remove`: what the operator
 //! does with sites and nodes after they joined.
 
+use super::accounts::{ControlPlaneAccounts, NodeAccounts};
 use super::health::{self, PlaneState};
+use super::ovn_access;
 use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
 use crate::deployment::saved_config;
@@ -93,27 +95,39 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
         .collect())
 }
 
-/// Revoke a site: its RabbitMQ and keystone users go (its hosts lose
-/// access at once) and its tokens stop working. Other sites are untouched.
+/// Revoke a site: every node's RabbitMQ and keystone users go, the OVN
+/// southbound stops admitting its nodes, and its tokens and node secrets
+/// stop working. Other sites are untouched. Its nodes stay listed (and in
+/// nova) until `dcn node remove`.
 pub fn revoke_site(host: &Host, name: &str) -> Result<()> {
     let registry = Registry::new(&host.files);
     let _lock = registry.lock()?;
     let mut site = registry.active_site(name)?;
-    let config = saved_config(&host.files)?;
-    let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
-    provision::remove_rabbit_user(host, name)?;
-    provision::remove_keystone_user(&cloud, name)?;
-    registry.remove_site_secrets(name)?;
+    let accounts = ControlPlaneAccounts { host: host.clone() };
+    let mut members = Vec::new();
+    for mut node in registry.nodes()?.into_iter().filter(|n| n.site == name) {
+        accounts.revoke(&node.hostname)?;
+        // Dead for good: a re-admitted site's hosts join with a new token.
+        node.secret_hash = String::new();
+        node.key_pin = None;
+        node.ovn_ca = None;
+        registry.save_node(&node)?;
+        members.push(node.hostname);
+    }
     // Its tokens stay on record, so a join with one is refused as a join to
     // a revoked site rather than as an unknown token.
     site.revoked_at = Some(rfc3339(SystemTime::now()));
     registry.save_site(&site)?;
+    ovn_access::write_client_cas(&host.files)?;
+    ovn_access::cut_off(host.runner.as_ref(), &members)?;
     Ok(())
 }
 
-/// Remove a node: out of its aggregate, its compute service (with its
-/// compute node and resource provider) deleted, its record gone; the last
-/// node of a site takes the site's credentials with it.
+/// Remove a node: its own credentials die first (RabbitMQ and keystone
+/// users, the OVN southbound's trust in its certificate, its join-service
+/// secret), then it leaves its aggregate and nova deletes its compute
+/// service (with its compute node and resource provider). The site and its
+/// other nodes are untouched.
 pub fn remove_node(host: &Host, hostname: &str) -> Result<()> {
     let registry = Registry::new(&host.files);
     let _lock = registry.lock()?;
@@ -122,6 +136,14 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<()> {
         .with_context(|| format!("there is no node {hostname}; `dcn node list` shows the nodes"))?;
     let config = saved_config(&host.files)?;
     let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
+    ControlPlaneAccounts { host: host.clone() }.revoke(hostname)?;
+    let mut dead = node.clone();
+    dead.secret_hash = String::new();
+    dead.key_pin = None;
+    dead.ovn_ca = None;
+    registry.save_node(&dead)?;
+    ovn_access::write_client_cas(&host.files)?;
+    ovn_access::cut_off(host.runner.as_ref(), &[hostname.to_string()])?;
     let site = registry.site(&node.site)?;
     if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
         provision::remove_from_aggregate(&cloud, aggregate, hostname)?;
@@ -164,17 +186,5 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<()> {
         }
     }
     registry.remove_node(hostname)?;
-    let others = registry.nodes()?.into_iter().any(|n| n.site == node.site);
-    if !others && let Some(mut s) = site.filter(|s| s.revoked_at.is_none()) {
-        provision::remove_rabbit_user(host, &s.name)?;
-        provision::remove_keystone_user(&cloud, &s.name)?;
-        registry.remove_site_secrets(&s.name)?;
-        s.revoked_at = Some(rfc3339(SystemTime::now()));
-        registry.save_site(&s)?;
-        tracing::info!(
-            "{hostname} was the last node of site {}: its credentials were removed",
-            s.name
-        );
-    }
     Ok(())
 }

@@ -1,16 +1,15 @@
 //! `dcn bundle export --site NAME`: create the site if it is new (or
-//! re-admit a revoked one with fresh credentials), record a join token by its
+//! re-admit a revoked one), record a join token by its
 //! hash, and write a bundle (format v1) that carries the CA, the endpoints,
 //! the site and the token — no long-lived password.
 
 use super::provision;
-use super::registry::{Registry, Site, SiteSecrets, TokenRecord};
+use super::registry::{Registry, Site, TokenRecord};
 use crate::bundle::{BundleContents, JoinToken, save_bundle, write_bundle};
 use crate::config::types::SiteName;
 use crate::deployment::{Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
-use crate::secrets::generate_password;
 use crate::timefmt::rfc3339;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -53,22 +52,13 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
     let registry = Registry::new(files);
     let _lock = registry.lock()?;
 
-    // The site: new, revoked (re-admitted with fresh credentials) or known.
+    // The site: new, revoked (re-admitted) or known. Its nodes get their
+    // credentials when they join.
     let site_name = opts.site.as_str();
     let existing = registry.site(site_name)?;
     let site_created = existing.as_ref().is_none_or(|s| s.revoked_at.is_some());
-    let secrets = match (site_created, registry.site_secrets(site_name)?) {
-        (false, Some(s)) => s,
-        _ => SiteSecrets {
-            rabbit_password: generate_password(),
-            keystone_password: generate_password(),
-        },
-    };
     let cloud = provision::admin_cloud(host, &region)?;
-    provision::ensure_rabbit_user(host, site_name, &secrets.rabbit_password)?;
-    provision::ensure_keystone_user(&cloud, site_name, &secrets.keystone_password)?;
     let aggregate = provision::ensure_aggregate(&cloud, site_name)?;
-    registry.save_site_secrets(site_name, &secrets)?;
     registry.save_site(&Site {
         name: site_name.to_string(),
         created_at: match &existing {

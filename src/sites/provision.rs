@@ -1,8 +1,7 @@
-//! What a site is on the control plane: a RabbitMQ user and a keystone
-//! user of its own (so one site can be revoked without touching others) and
-//! a nova host aggregate whose availability zone is the site's name.
+//! What sites and nodes are on the control plane: a nova host aggregate
+//! per site, whose availability zone is the site's name, and a RabbitMQ
+//! and a keystone user per node ([`super::accounts`]).
 
-use super::site_user;
 use crate::host::{Cmd, Host};
 use crate::openstack::{Cloud, Credentials, identity};
 use crate::secrets::{PasswordStore, Secret};
@@ -40,11 +39,6 @@ fn rabbitmqctl(
         c = c.stdin(s.clone());
     }
     host.runner.run(&c)
-}
-
-/// Create or update the site's RabbitMQ user (password on stdin).
-pub fn ensure_rabbit_user(host: &Host, site: &str, password: &Secret) -> Result<()> {
-    ensure_rabbit_account(host, &site_user(site), password)
 }
 
 /// Create a RabbitMQ user or set its password (on stdin: without a password
@@ -90,13 +84,13 @@ pub fn ensure_rabbit_account(host: &Host, user: &str, password: &Secret) -> Resu
     Ok(())
 }
 
-/// Remove the site's RabbitMQ user (its connections are closed).
-pub fn remove_rabbit_user(host: &Host, site: &str) -> Result<()> {
-    let user = site_user(site);
+/// Remove a RabbitMQ user and close the connections it still has open
+/// (deleting a user does not end them on every RabbitMQ version).
+pub fn remove_rabbit_account(host: &Host, user: &str) -> Result<()> {
     let out = rabbitmqctl(
         host,
         &format!("removing RabbitMQ user {user}"),
-        &["delete_user", &user],
+        &["delete_user", user],
         None,
     )?;
     if !out.success()
@@ -108,14 +102,41 @@ pub fn remove_rabbit_user(host: &Host, site: &str) -> Result<()> {
             out.stderr.trim()
         );
     }
+    let conns = rabbitmqctl(
+        host,
+        "listing RabbitMQ connections",
+        &[
+            "list_connections",
+            "--quiet",
+            "--no-table-headers",
+            "user",
+            "pid",
+        ],
+        None,
+    )?;
+    for line in conns.stdout.lines() {
+        let mut cols = line.split_whitespace();
+        if cols.next() != Some(user) {
+            continue;
+        }
+        if let Some(pid) = cols.next() {
+            // A connection that closed meanwhile is not an error.
+            rabbitmqctl(
+                host,
+                &format!("closing a connection of RabbitMQ user {user}"),
+                &["close_connection", pid, "dcn: the node was removed"],
+                None,
+            )?;
+        }
+    }
     Ok(())
 }
 
-/// Create or update the site's keystone user in the `service` project
-/// with the admin and service roles, as nova's own user.
-pub fn ensure_keystone_user(cloud: &Cloud, site: &str, password: &Secret) -> Result<()> {
+/// Create or update a node's keystone user in the `service` project with
+/// the admin and service roles, as nova's own user.
+pub fn ensure_keystone_account(cloud: &Cloud, user: &str, password: &Secret) -> Result<()> {
     let project = identity::ensure_project(cloud, "service", "OpenStack services")?;
-    let user = identity::ensure_user(cloud, &site_user(site), password, &project)?;
+    let user = identity::ensure_user(cloud, user, password, &project)?;
     for role in ["admin", "service"] {
         let r = identity::ensure_role(cloud, role)?;
         identity::grant(cloud, &project, &user, &r)?;
@@ -123,12 +144,9 @@ pub fn ensure_keystone_user(cloud: &Cloud, site: &str, password: &Secret) -> Res
     Ok(())
 }
 
-/// Delete the site's keystone user, if it exists.
-pub fn remove_keystone_user(cloud: &Cloud, site: &str) -> Result<()> {
-    let v = cloud.get(
-        "identity",
-        &format!("/users?name={}&domain_id=default", site_user(site)),
-    )?;
+/// Delete a keystone user, if it exists; keystone then refuses its tokens.
+pub fn remove_keystone_account(cloud: &Cloud, user: &str) -> Result<()> {
+    let v = cloud.get("identity", &format!("/users?name={user}&domain_id=default"))?;
     if let Some(id) = v["users"]
         .as_array()
         .and_then(|a| a.first())

@@ -2,11 +2,9 @@
 //! their own 0600 YAML files, and an exclusive lock around changes.
 
 use crate::host::{FileSpec, Files};
-use crate::secrets::Secret;
 use anyhow::{Context, Result, bail};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 const SITES: &str = "/var/lib/dcn/sites";
 const TOKENS: &str = "/var/lib/dcn/tokens";
@@ -23,13 +21,6 @@ pub struct Site {
     pub aggregate_id: Option<u64>,
     /// Set when the site was revoked; its credentials are gone.
     pub revoked_at: Option<String>,
-}
-
-/// A site's credentials (RabbitMQ and keystone users share the name
-/// `dcn-site-<site>`, with separate passwords).
-pub struct SiteSecrets {
-    pub rabbit_password: Secret,
-    pub keystone_password: Secret,
 }
 
 /// A join token, by its public id; the secret part is kept only as a hash.
@@ -68,6 +59,15 @@ pub struct NodeRecord {
     pub secret_hash: String,
     pub state: NodeState,
     pub placed_at: Option<String>,
+    /// Pin (SPKI digest) of the node's key: a join naming a known host must
+    /// come with a CSR for this key, i.e. from the host itself.
+    #[serde(default)]
+    pub key_pin: Option<String>,
+    /// The node's own CA certificate (PEM), which signed its certificate and
+    /// nothing else: the OVN southbound trusts it while the node is a
+    /// member ([`super::ovn_access`]).
+    #[serde(default)]
+    pub ovn_ca: Option<String>,
 }
 
 /// The registry on a host's files.
@@ -147,46 +147,6 @@ impl<'a> Registry<'a> {
         self.save(&format!("{SITES}/{}.json", site.name), site)
     }
 
-    pub fn site_secrets(&self, name: &str) -> Result<Option<SiteSecrets>> {
-        let Some(text) = self
-            .files
-            .read_string(&format!("{SITES}/{name}.secrets.yaml"))?
-        else {
-            return Ok(None);
-        };
-        let map: BTreeMap<String, String> = serde_yaml::from_str(&text)
-            .with_context(|| format!("the credentials of site {name} are damaged"))?;
-        let get = |k: &str| {
-            map.get(k)
-                .cloned()
-                .map(Secret::new)
-                .with_context(|| format!("the credentials of site {name} lack {k}"))
-        };
-        Ok(Some(SiteSecrets {
-            rabbit_password: get("rabbitPassword")?,
-            keystone_password: get("keystonePassword")?,
-        }))
-    }
-
-    pub fn save_site_secrets(&self, name: &str, s: &SiteSecrets) -> Result<()> {
-        let text = format!(
-            "# dcn: credentials of edge site {name}. Secret.\nrabbitPassword: {}\nkeystonePassword: {}\n",
-            s.rabbit_password.expose(),
-            s.keystone_password.expose()
-        );
-        self.files.write(
-            &format!("{SITES}/{name}.secrets.yaml"),
-            text.as_bytes(),
-            &FileSpec::secret(),
-        )?;
-        Ok(())
-    }
-
-    pub fn remove_site_secrets(&self, name: &str) -> Result<()> {
-        self.files.remove(&format!("{SITES}/{name}.secrets.yaml"))?;
-        Ok(())
-    }
-
     pub fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
         if !id.bytes().all(|b| b.is_ascii_alphanumeric()) || id.is_empty() {
             return Ok(None);
@@ -255,24 +215,19 @@ mod tests {
             revoked_at: None,
         };
         reg.save_site(&site).unwrap();
-        reg.save_site_secrets(
-            "edge1",
-            &SiteSecrets {
-                rabbit_password: Secret::new("r1"),
-                keystone_password: Secret::new("k1"),
-            },
-        )
-        .unwrap();
+        let token = TokenRecord {
+            id: "abc".into(),
+            hash: "sha256:00".into(),
+            site: "edge1".into(),
+            created_at: "2026-11-22T00:00:00Z".into(),
+            not_after: "2026-11-23T00:00:00Z".into(),
+            max_uses: 1,
+            uses: 0,
+        };
+        reg.save_token(&token).unwrap();
         assert_eq!(reg.site("edge1").unwrap(), Some(site.clone()));
         assert_eq!(reg.sites().unwrap(), vec![site]);
-        assert_eq!(
-            reg.site_secrets("edge1")
-                .unwrap()
-                .unwrap()
-                .keystone_password
-                .expose(),
-            "k1"
-        );
+        assert_eq!(reg.token("abc").unwrap(), Some(token));
         let mode = |p: &str| {
             std::fs::metadata(dir.path().join(p))
                 .unwrap()
@@ -281,7 +236,7 @@ mod tests {
                 & 0o777
         };
         assert_eq!(mode("var/lib/dcn/sites"), 0o700);
-        assert_eq!(mode("var/lib/dcn/sites/edge1.secrets.yaml"), 0o600);
+        assert_eq!(mode("var/lib/dcn/tokens/abc.json"), 0o600);
         assert!(
             reg.token("../x").unwrap().is_none(),
             "ids are checked before use as file names"

@@ -1,6 +1,8 @@
-//! A control plane's join service on 127.0.0.1 for the hostile-client
-//! tests: its state (CA, join certificate, sites edge1 and edge2, a token)
-//! in a private temporary root, the service started by the test's own
+//! A control plane's join service on 127.0.0.1 for the join-service
+//! tests: its state (CA, join certificate, sites edge1 and edge2 and the
+//! revoked site gone, a token) in a private temporary root, node accounts
+//! recorded by [`Accounts`] (RabbitMQ and keystone are not here; the lab
+//! makes them for real), the service started by the test's own
 //! function in a thread, raw TLS and TCP clients (from any 127.0.0.0/8
 //! address), and the service's log captured in memory.
 
@@ -10,7 +12,8 @@ use dcn::bundle::JoinToken;
 use dcn::host::{FileSpec, Files, Host};
 use dcn::pki::CertificateAuthority;
 use dcn::secrets::{PasswordStore, Secret};
-use dcn::sites::{Registry, Site, SiteSecrets, TokenRecord};
+use dcn::sites::accounts::{NodeAccounts, NodeCredentials};
+use dcn::sites::{Registry, Site, TokenRecord};
 use dcn::timefmt::rfc3339;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -24,11 +27,65 @@ pub struct ControlPlane {
     pub port: u16,
     pub endpoint: String,
     pub token: JoinToken,
+    pub accounts: Arc<Accounts>,
+}
+
+/// Node accounts as the join service asks for them: each grant gives new
+/// passwords, numbered so a test can tell them apart.
+#[derive(Default)]
+pub struct Accounts {
+    pub grants: Mutex<Vec<String>>,
+}
+
+impl NodeAccounts for Accounts {
+    fn grant(&self, hostname: &str) -> anyhow::Result<NodeCredentials> {
+        let mut g = self.grants.lock().unwrap();
+        g.push(hostname.to_string());
+        let n = g.len();
+        Ok(NodeCredentials {
+            username: dcn::sites::accounts::node_user(hostname),
+            rabbit_password: Secret::new(format!("rabbit-{hostname}-{n}")),
+            keystone_password: Secret::new(format!("keystone-{hostname}-{n}")),
+        })
+    }
+
+    fn revoke(&self, _hostname: &str) -> anyhow::Result<()> {
+        unreachable!("the join service never revokes")
+    }
+}
+
+/// Record a token for `site` valid for `ttl` seconds (negative: expired).
+pub fn token(reg: &Registry, site: &str, ttl: i64, max_uses: u32) -> JoinToken {
+    let t = JoinToken::generate();
+    let now = SystemTime::now();
+    let not_after = if ttl >= 0 {
+        now + Duration::from_secs(ttl as u64)
+    } else {
+        now - Duration::from_secs((-ttl) as u64)
+    };
+    reg.save_token(&TokenRecord {
+        id: t.id.clone(),
+        hash: t.hash(),
+        site: site.into(),
+        created_at: rfc3339(now),
+        not_after: rfc3339(not_after),
+        max_uses,
+        uses: 0,
+    })
+    .unwrap();
+    t
+}
+
+/// The join service with default limits.
+pub fn serve(host: Host, listen: SocketAddr, accounts: Arc<dyn NodeAccounts>) {
+    let _ = dcn::serve::serve_with(host, listen, dcn::serve::Limits::default(), accounts);
 }
 
 impl ControlPlane {
     /// A control plane whose service `start` runs (it never returns).
-    pub fn start(start: impl FnOnce(Host, SocketAddr) + Send + 'static) -> ControlPlane {
+    pub fn start(
+        start: impl FnOnce(Host, SocketAddr, Arc<dyn NodeAccounts>) + Send + 'static,
+    ) -> ControlPlane {
         let dir = tempfile::tempdir().unwrap();
         let files = Files::new(dir.path(), false);
         let ca = CertificateAuthority::generate("test CA").unwrap();
@@ -58,21 +115,15 @@ impl ControlPlane {
         pw.save(&files).unwrap();
         let reg = Registry::new(&files);
         let now = SystemTime::now();
-        reg.save_site(&Site {
-            name: "edge1".into(),
-            created_at: rfc3339(now - Duration::from_secs(60)),
-            aggregate_id: Some(1),
-            revoked_at: None,
-        })
-        .unwrap();
-        reg.save_site_secrets(
-            "edge1",
-            &SiteSecrets {
-                rabbit_password: Secret::new("rabbit-edge1-pw"),
-                keystone_password: Secret::new("keystone-edge1-pw"),
-            },
-        )
-        .unwrap();
+        for (name, revoked) in [("edge1", false), ("edge2", false), ("gone", true)] {
+            reg.save_site(&Site {
+                name: name.into(),
+                created_at: rfc3339(now - Duration::from_secs(60)),
+                aggregate_id: Some(1),
+                revoked_at: revoked.then(|| rfc3339(now)),
+            })
+            .unwrap();
+        }
         let token = JoinToken::generate();
         reg.save_token(&TokenRecord {
             id: token.id.clone(),
@@ -91,7 +142,9 @@ impl ControlPlane {
             .port();
         let listen: SocketAddr = ([127, 0, 0, 1], port).into();
         let host = Host::system(dir.path(), false);
-        std::thread::spawn(move || start(host, listen));
+        let accounts = Arc::new(Accounts::default());
+        let served: Arc<dyn NodeAccounts> = accounts.clone();
+        std::thread::spawn(move || start(host, listen, served));
         for _ in 0..100 {
             if TcpStream::connect(listen).is_ok() {
                 break;
@@ -105,6 +158,7 @@ impl ControlPlane {
             port,
             endpoint: format!("https://127.0.0.1:{port}"),
             token,
+            accounts,
         }
     }
 

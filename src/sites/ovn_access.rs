@@ -1,0 +1,121 @@
+//! Who may write the OVN southbound database from across the WAN.
+//!
+//! - **Authorisation**: edges reach the SB through its SSL listener with
+//!   OVN's `ovn-controller` RBAC role (the ovn-central recipe), so a node can
+//!   change only its own `Chassis`, `Chassis_Private` and `Encap` rows: its
+//!   certificate's CN is its chassis name.
+//! - **Revocation**: ovsdb-server has no CRL, so each node's certificate is
+//!   signed by a CA of its own, made for that one certificate (its key is
+//!   thrown away). The SB trusts exactly the CAs of current members,
+//!   listed in [`CLIENT_CAS`]; ovsdb-server reloads that file when it
+//!   changes. Removing a node drops its CA from the list, makes the SB drop
+//!   its connections (everyone reconnects within seconds; the removed node
+//!   can no longer) and deletes its chassis.
+//!
+//! The file always holds one more CA, whose key nobody has: ovsdb-server
+//! keeps its old list when the file holds none.
+
+use super::registry::Registry;
+use crate::host::{Cmd, FileSpec, Files, Runner};
+use crate::pki::{CertificateAuthority, LeafRequest, Pin, Usage};
+use anyhow::{Context, Result};
+use std::net::IpAddr;
+
+/// The CAs the SB's SSL listener trusts (its `set-ssl` CA file).
+pub const CLIENT_CAS: &str = "/etc/ovn/dcn/sb-clients.pem";
+
+/// The SB's ovsdb-server control socket (ovn-ctl's default).
+const SB_CONTROL: &str = "/var/run/ovn/ovnsb_db.ctl";
+
+/// A node's certificate for the SB, with the CA that alone signed it.
+pub struct NodeCertificate {
+    pub cert_pem: String,
+    pub ca_pem: String,
+    /// Pin of the node's key (from its CSR).
+    pub key_pin: String,
+}
+
+/// Sign a node's CSR with a CA made for it alone. The CSR's signature is
+/// checked (the requester holds the key); only its public key is used.
+pub fn issue(csr_pem: &str, hostname: &str, address: IpAddr) -> Result<NodeCertificate> {
+    let ca = CertificateAuthority::generate(&format!("dcn node {hostname}"))?;
+    let cert_pem = ca.sign_csr(
+        csr_pem,
+        &LeafRequest {
+            common_name: hostname.to_string(),
+            dns_names: vec![hostname.to_string()],
+            ip_addresses: vec![address],
+            usage: Usage::Client,
+        },
+    )?;
+    let key_pin = Pin::of_cert_pem(&cert_pem)?.to_string();
+    Ok(NodeCertificate {
+        cert_pem,
+        ca_pem: ca.cert_pem().to_string(),
+        key_pin,
+    })
+}
+
+/// Write [`CLIENT_CAS`]: the CAs of the nodes of sites that are not
+/// revoked, and the keyless one. Returns how many nodes it lists.
+pub fn write_client_cas(files: &Files) -> Result<usize> {
+    let registry = Registry::new(files);
+    let active: Vec<String> = registry
+        .sites()?
+        .into_iter()
+        .filter(|s| s.revoked_at.is_none())
+        .map(|s| s.name)
+        .collect();
+    let mut text = String::from("# Written by dcn: the CAs of the edge nodes the OVN SB admits.\n");
+    let mut n = 0;
+    for node in registry.nodes()? {
+        if let Some(ca) = node.ovn_ca.as_deref()
+            && active.contains(&node.site)
+        {
+            text.push_str(ca.trim_end());
+            text.push('\n');
+            n += 1;
+        }
+    }
+    let keyless = CertificateAuthority::generate("dcn: admits no one")?;
+    text.push_str(keyless.cert_pem().trim_end());
+    text.push('\n');
+    if !files.exists("/etc/ovn/dcn")? {
+        files.ensure_dir("/etc/ovn/dcn", &FileSpec::public_dir())?;
+    }
+    files.write(CLIENT_CAS, text.as_bytes(), &FileSpec::public())?;
+    Ok(n)
+}
+
+/// Cut a node off the SB after [`write_client_cas`] dropped it: every SB
+/// client reconnects (the SB reads the new list first), then its chassis
+/// rows go. A chassis that is already gone is fine.
+pub fn cut_off(runner: &dyn Runner, hostnames: &[String]) -> Result<()> {
+    let out = runner.run(
+        &Cmd::new(
+            "making the OVN southbound drop its connections",
+            "ovn-appctl",
+        )
+        .args(["-t", SB_CONTROL, "ovsdb-server/reconnect"])
+        .unchecked(),
+    )?;
+    if !out.success() {
+        anyhow::bail!(
+            "the OVN southbound would not drop its connections ({}); run `ovn-appctl -t {SB_CONTROL} ovsdb-server/reconnect` on the control plane",
+            out.stderr.trim()
+        );
+    }
+    for host in hostnames {
+        runner
+            .run(
+                &Cmd::new(format!("deleting OVN chassis {host}"), "ovn-sbctl").args([
+                    "--timeout=20",
+                    "--if-exists",
+                    "chassis-del",
+                    host,
+                ]),
+            )
+            .with_context(|| format!("deleting the OVN chassis of {host}"))?;
+    }
+    Ok(())
+}
