@@ -254,6 +254,7 @@ fn planted_links_are_not_followed() {
         "-o",
         s(&out),
     ]);
+    assert_eq!(snapshot(outside.path()), untouched);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(std::fs::symlink_metadata(&out).unwrap().is_file());
     assert!(
@@ -310,9 +311,9 @@ fn the_input_and_earlier_outputs_survive() {
     };
     // A failure (the node config does not fit the area): nothing written.
     let o = embed(&i.big_node, &out);
+    assert_eq!(std::fs::read(&input).unwrap(), pristine);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("does not fit"));
-    assert_eq!(std::fs::read(&input).unwrap(), pristine);
     assert_eq!(names(dir.path()), ["x.partial"]);
     // Success: the input unchanged, the output has the payload.
     assert!(embed(&i.node, &out).status.success());
