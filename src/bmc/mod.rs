@@ -33,7 +33,7 @@ pub use client::{Client, ClientOptions, Retry};
 pub use discover::{Slot, System, cd_slot, find_system, virtual_media};
 pub use error::RedfishError;
 pub use power::Power;
-pub use serve::{ImageServer, serve_images};
+pub use serve::{ImageServer, Limits as ImageServerLimits, serve_images};
 pub use status::{Status, status};
 
 use crate::cli::OutputFormat;

@@ -134,6 +134,14 @@ pub struct ImageServeArgs {
     /// Address and port to listen on
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8080")]
     pub listen: SocketAddr,
+    /// Connections served at once, from all clients; more are answered 503
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Connections served at once from one client address (IPv6: per /64),
+    /// so no client can take every slot; raise it when many BMCs reach
+    /// this server through one NAT address
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_per_client: u32,
 }
 
 fn parse_pin(s: &str) -> Result<crate::pki::Pin, String> {

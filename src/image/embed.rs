@@ -42,44 +42,80 @@ pub fn embed(
     node_file: &Path,
     dest: &Destination,
 ) -> Result<EmbedReport> {
-    let node_yaml = std::fs::read_to_string(node_file)
-        .with_context(|| format!("cannot read node config {}", node_file.display()))?;
+    let node_yaml = read_capped(
+        node_file,
+        payload::MAX_NODE_CONFIG,
+        "node config",
+        "check that --node is the NodeConfig YAML",
+    )?;
+    let node_yaml = String::from_utf8(node_yaml)
+        .with_context(|| format!("node config {} is not UTF-8 text", node_file.display()))?;
     let node = crate::config::parse_node(&node_yaml, &node_file.display().to_string())?;
-    let bundle = std::fs::read(bundle_file).with_context(|| {
-        format!(
-            "cannot read the bundle {}; check the path",
-            bundle_file.display()
-        )
-    })?;
+    let bundle = read_capped(
+        bundle_file,
+        payload::MAX_BUNDLE,
+        "bundle",
+        "a join bundle is a few kilobytes; check that --bundle is the file `dcn bundle export` wrote",
+    )?;
     let verified = verify_bundle(&bundle, &node, true).with_context(|| {
         format!(
             "refusing to embed {}: it does not verify",
             bundle_file.display()
         )
     })?;
-    let target = match dest {
-        Destination::InPlace => iso.to_path_buf(),
-        Destination::Copy(out) => {
-            copy_iso(iso, out)?;
-            out.clone()
-        }
+    let (target, in_place) = match dest {
+        Destination::InPlace => (iso.to_path_buf(), true),
+        Destination::Copy(out) => (out.clone(), false),
     };
-    let started = Instant::now();
-    let result = write_payload(&target, &bundle, &node_yaml);
-    if result.is_err()
-        && let Destination::Copy(out) = dest
-    {
-        let _ = std::fs::remove_file(out);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(in_place)
+        .open(iso)
+        .with_context(|| {
+            let how = if in_place { " for writing" } else { "" };
+            format!("cannot open {}{how}", iso.display())
+        })?;
+    // The area is found, and the payload checked against it, in the input:
+    // nothing is copied for an ISO the payload cannot go into.
+    let extent = find_area(&mut f, iso)?;
+    let framed = payload::encode(&bundle, &node_yaml, extent.length)?;
+    let mut write_seconds = 0.0;
+    let mut write = |f: &mut File| {
+        let started = Instant::now();
+        write_payload(f, &target, extent, &framed)?;
+        write_seconds = started.elapsed().as_secs_f64();
+        Ok(())
+    };
+    match dest {
+        Destination::InPlace => write(&mut f)?,
+        Destination::Copy(out) => super::output::write_copy(&mut f, iso, out, write)?,
     }
-    let (payload_bytes, area_bytes) = result?;
     Ok(EmbedReport {
         iso: target,
         hostname: node.hostname.to_string(),
         site: verified.manifest.site.to_string(),
-        payload_bytes,
-        area_bytes,
-        write_seconds: started.elapsed().as_secs_f64(),
+        payload_bytes: framed.len() as u64,
+        area_bytes: extent.length,
+        write_seconds,
     })
+}
+
+/// The contents of `path`, refused past `cap` bytes after reading at most
+/// one byte more (so `/dev/zero` or a huge file costs `cap`, not memory).
+fn read_capped(path: &Path, cap: u64, what: &str, hint: &str) -> Result<Vec<u8>> {
+    let f = File::open(path)
+        .with_context(|| format!("cannot read the {what} {}; check the path", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the {what} {}", path.display()))?;
+    if bytes.len() as u64 > cap {
+        bail!(
+            "the {what} {} is larger than {cap} bytes, more than dcn reads: {hint}",
+            path.display()
+        );
+    }
+    Ok(bytes)
 }
 
 /// Check a bundle as embed and install do: format, integrity, signature,
@@ -96,55 +132,29 @@ pub fn verify_bundle(
     Ok(read_bundle(bytes, &opts)?)
 }
 
-fn copy_iso(iso: &Path, out: &Path) -> Result<()> {
-    if out.exists() && same_file(iso, out) {
-        bail!(
-            "--output {} is the input ISO; use --in-place to write into it",
-            out.display()
-        );
-    }
-    let partial = out.with_extension("partial");
-    // copy_file_range under the hood: a reflink or in-kernel copy where the
-    // filesystem can.
-    std::fs::copy(iso, &partial)
-        .with_context(|| format!("copying {} to {}", iso.display(), partial.display()))?;
-    std::fs::rename(&partial, out).with_context(|| format!("writing {}", out.display()))?;
-    Ok(())
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
-/// Find the area in `iso` and write the payload into it.
-fn write_payload(iso: &Path, bundle: &[u8], node_yaml: &str) -> Result<(u64, u64)> {
-    let mut f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(iso)
-        .with_context(|| format!("cannot open {} for writing", iso.display()))?;
-    let extent = find_area(&mut f, iso)?;
-    let bytes = payload::encode(bundle, node_yaml, extent.length)?;
-    // O(payload): write the new payload and zero what an earlier one used
-    // behind it; the rest of the area is zero already.
+/// Write the framed payload at the start of the area, and zeros behind it
+/// up to the end of what an earlier payload used: O(payload), whatever the
+/// size of the ISO. The rest of the area is zero already.
+fn write_payload(f: &mut File, iso: &Path, extent: iso9660::Extent, framed: &[u8]) -> Result<()> {
     let mut header = [0u8; payload::HEADER_LEN];
     f.seek(SeekFrom::Start(extent.offset))?;
-    f.read_exact(&mut header)?;
-    let new_len = (payload::HEADER_LEN + bundle.len() + node_yaml.len()) as u64;
-    let span = new_len.max(payload::used_len(&header, extent.length)) as usize;
+    f.read_exact(&mut header)
+        .with_context(|| format!("reading the payload area of {}", iso.display()))?;
+    let old = payload::used_len(&header, extent.length);
     f.seek(SeekFrom::Start(extent.offset))?;
-    f.write_all(&bytes[..span])
+    f.write_all(framed)
         .with_context(|| format!("writing the payload into {}", iso.display()))?;
+    let mut zeros = old.saturating_sub(framed.len() as u64);
+    let block = [0u8; 64 * 1024];
+    while zeros > 0 {
+        let n = zeros.min(block.len() as u64) as usize;
+        f.write_all(&block[..n])
+            .with_context(|| format!("writing the payload into {}", iso.display()))?;
+        zeros -= n as u64;
+    }
     f.sync_data()
         .with_context(|| format!("flushing {} to disk", iso.display()))?;
-    Ok((
-        (payload::HEADER_LEN + bundle.len() + node_yaml.len()) as u64,
-        extent.length,
-    ))
+    Ok(())
 }
 
 fn find_area<R: Read + Seek>(image: &mut R, iso: &Path) -> Result<iso9660::Extent> {
@@ -163,25 +173,39 @@ fn find_area<R: Read + Seek>(image: &mut R, iso: &Path) -> Result<iso9660::Exten
             extent.length
         );
     }
+    check_area_size(extent.length, iso)?;
     Ok(extent)
+}
+
+/// An area larger than dcn builds is refused before anything is read.
+fn check_area_size(len: u64, iso: &Path) -> Result<()> {
+    if len > payload::MAX_AREA {
+        bail!(
+            "the payload area of {} is {len} bytes, more than the {} dcn builds and reads: the ISO is damaged or was not built by `dcn image build`; build it again",
+            iso.display(),
+            payload::MAX_AREA
+        );
+    }
+    Ok(())
 }
 
 /// Read the payload out of an ISO file or a device holding one.
 pub fn read_payload(iso: &Path) -> Result<Payload> {
     let mut f = File::open(iso).with_context(|| format!("cannot open {}", iso.display()))?;
     let extent = find_area(&mut f, iso)?;
-    let mut area = vec![0u8; extent.length as usize];
     f.seek(SeekFrom::Start(extent.offset))?;
-    f.read_exact(&mut area)
-        .with_context(|| format!("reading the payload area of {}", iso.display()))?;
-    Ok(payload::decode(&area)?)
+    payload::read(&mut f.take(extent.length), extent.length)
+        .with_context(|| format!("reading the payload area of {}", iso.display()))
 }
 
 /// Decode a payload area read from a file (the mounted medium).
 pub fn read_payload_file(area_file: &Path) -> Result<Payload> {
-    let area = std::fs::read(area_file)
+    let f = File::open(area_file)
         .with_context(|| format!("cannot read the payload area {}", area_file.display()))?;
-    Ok(payload::decode(&area)?)
+    let len = f.metadata()?.len();
+    check_area_size(len, area_file)?;
+    payload::read(&mut f.take(len), len)
+        .with_context(|| format!("reading the payload area {}", area_file.display()))
 }
 
 /// What `dcn image show` prints.

@@ -208,4 +208,58 @@ mod tests {
         let mut short = Cursor::new(vec![0u8; 100]);
         assert!(find_file(&mut short, "x").is_err());
     }
+
+    /// Lengths and offsets from a hostile image: each is refused with a
+    /// message, nothing is allocated past the image's size or the
+    /// directory cap (issue 12, failure 10).
+    #[test]
+    fn hostile_records_are_refused() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/iso/payload-area.iso");
+        let good = std::fs::read(fixture).unwrap();
+        let pvd = 16 * SECTOR as usize;
+        let root = pvd + 156;
+        // The `dcn` directory's record in the root directory.
+        let dcn = good.windows(4).position(|w| w == b"\x03DCN").unwrap() - 32;
+        let run = |image: Vec<u8>| {
+            format!(
+                "{:#}",
+                find_file(&mut Cursor::new(image), "dcn/payload.bin").unwrap_err()
+            )
+        };
+        let set32 = |image: &mut Vec<u8>, at: usize, v: u32| {
+            image[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            image[at + 4..at + 8].copy_from_slice(&v.to_be_bytes());
+        };
+
+        let mut past_end = good.clone();
+        set32(&mut past_end, root + 10, 1 << 30);
+        assert!(run(past_end).contains("points past its end"));
+
+        let mut far = good.clone();
+        set32(&mut far, dcn + 2, u32::MAX);
+        assert!(run(far).contains("points past its end"));
+
+        // A directory over the cap, in an image large enough to hold it.
+        let mut huge_dir = good.clone();
+        set32(&mut huge_dir, dcn + 10, (MAX_DIRECTORY + SECTOR) as u32);
+        huge_dir.resize(good.len() + MAX_DIRECTORY as usize + 4096, 0);
+        assert!(run(huge_dir).contains("more than dcn reads"));
+
+        let mut short = good.clone();
+        short[dcn] = 20;
+        assert!(run(short).contains("is damaged (length 20)"));
+
+        let mut name = good.clone();
+        name[dcn + 32] = 250;
+        assert!(run(name).contains("name runs past the record"));
+
+        let mut blocks = good.clone();
+        blocks[pvd + 128..pvd + 130].copy_from_slice(&512u16.to_le_bytes());
+        assert!(run(blocks).contains("512-byte logical blocks"));
+
+        let mut no_pvd = good.clone();
+        no_pvd[pvd] = 255;
+        assert!(run(no_pvd).contains("no primary volume descriptor"));
+    }
 }

@@ -18,6 +18,7 @@ pub mod firstboot;
 pub mod install;
 pub mod iso9660;
 mod mounts;
+mod output;
 pub mod payload;
 pub mod recipe;
 

@@ -114,9 +114,12 @@ impl ImageRecipe {
             bail!("name {:?}: use letters, digits, '-' and '_'", self.name);
         }
         let min = super::payload::HEADER_LEN as u64 + 4096;
-        if self.payload_area_bytes < min || !self.payload_area_bytes.is_multiple_of(2048) {
+        let max = super::payload::MAX_AREA;
+        if !(min..=max).contains(&self.payload_area_bytes)
+            || !self.payload_area_bytes.is_multiple_of(2048)
+        {
             bail!(
-                "payloadAreaBytes {}: use a multiple of 2048 of at least {min}",
+                "payloadAreaBytes {}: use a multiple of 2048 from {min} to {max}",
                 self.payload_area_bytes
             );
         }
@@ -159,6 +162,12 @@ mod tests {
                 "payloadAreaBytes: 2097152",
                 "payloadAreaBytes: 100",
                 "payloadAreaBytes",
+            ),
+            // More than dcn reads back (issue 12, failure 10).
+            (
+                "payloadAreaBytes: 2097152",
+                "payloadAreaBytes: 1073741824",
+                "from 4152 to 67108864",
             ),
             (
                 "suite: bookworm",
