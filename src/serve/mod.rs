@@ -160,6 +160,64 @@ fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
         .context("building the join service's TLS configuration")
 }
 
+/// The join service's answer to a join request body.
+pub struct JoinAnswer {
+    pub status: u16,
+    /// A [`crate::join::protocol::JoinReply`] or an [`ErrorReply`].
+    pub body: serde_json::Value,
+    /// For the log: the request's host and token id (escaped), the outcome.
+    pub note: String,
+}
+
+/// Answer a `POST /v1/join` body (blocking: it signs, writes the registry
+/// and makes accounts). Any bytes may arrive; this is the entry point of
+/// the join-service fuzz target.
+pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> JoinAnswer {
+    let refusal = |status: u16, message: String| JoinAnswer {
+        status,
+        body: serde_json::to_value(ErrorReply {
+            error: "bad-request".into(),
+            message,
+        })
+        .expect("serialisable"),
+        note: String::new(),
+    };
+    let join: JoinRequest = match serde_json::from_slice(body) {
+        Ok(j) => j,
+        Err(e) => return refusal(400, format!("not a join request: {e}")),
+    };
+    let token_id: String = join
+        .token
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(8)
+        .collect();
+    let note = format!(
+        "(host {}, token {})",
+        shown(&join.hostname),
+        shown(&token_id)
+    );
+    let (status, body, outcome) = match handlers::join(host, accounts, &join) {
+        Ok(reply) => (
+            200,
+            serde_json::to_value(&reply),
+            format!("joined site {}", reply.site),
+        ),
+        Err(r) => (
+            r.status,
+            serde_json::to_value(&r.reply),
+            format!("refused: {}", r.reply.error),
+        ),
+    };
+    JoinAnswer {
+        status,
+        body: body.expect("serialisable"),
+        note: format!("{note} {outcome}"),
+    }
+}
+
 fn json<T: serde::Serialize>(status: u16, body: &T) -> Response<Full<Bytes>> {
     Response::builder()
         .status(status)
@@ -254,43 +312,14 @@ async fn route(
                     );
                 }
             };
-            let join: JoinRequest = match serde_json::from_slice(&body) {
-                Ok(j) => j,
-                Err(e) => {
-                    return (
-                        error(400, "bad-request", &format!("not a join request: {e}")),
-                        String::new(),
-                    );
-                }
-            };
-            let token_id: String = join
-                .token
-                .split('.')
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(8)
-                .collect();
-            let note = format!(
-                "(host {}, token {})",
-                shown(&join.hostname),
-                shown(&token_id)
-            );
             let st = state.clone();
             match tokio::task::spawn_blocking(move || {
-                handlers::join(&st.host, st.accounts.as_ref(), &join)
+                answer_join(&st.host, st.accounts.as_ref(), &body)
             })
             .await
             {
-                Ok(Ok(reply)) => (
-                    json(200, &reply),
-                    format!("{note} joined site {}", reply.site),
-                ),
-                Ok(Err(r)) => (
-                    json(r.status, &r.reply),
-                    format!("{note} refused: {}", r.reply.error),
-                ),
-                Err(e) => (error(500, "internal", &format!("{e}")), note),
+                Ok(a) => (json(a.status, &a.body), a.note),
+                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }
         (Method::GET, p) if p.starts_with(NODES_PATH) => {
