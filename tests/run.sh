@@ -6,6 +6,7 @@
 #
 # Stages: formatting, lints, unit and integration tests, the static release
 # binary (linkage, size, no OpenSSL), man pages in sync (part of cargo test),
+# a short run of each fuzz target,
 # and, as root with CI=true or DCN_LAB_E2E=1, the lab end to end: a real
 # control plane in a systemd-nspawn container with two real guests talking
 # TCP (tests/lab_e2e.rs, about 10 minutes once the download cache in
@@ -105,11 +106,48 @@ image_prerequisites() {
     fi
 }
 
+# Each fuzz target (fuzz/) from its seeds for FUZZ_SECONDS (default 20): a
+# smoke run that they build and survive mutation (any input over 10 s or
+# 2 GiB is a failure, as is a panic), not a fuzzing campaign. libFuzzer's
+# instrumentation needs unstable flags: RUSTC_BOOTSTRAP lets the stable
+# toolchain pass them. No sanitizer: dcn has no unsafe code, and the
+# targets hunt panics, hangs and unbounded memory.
+fuzz_smoke() {
+    command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+    local seconds=${FUZZ_SECONDS:-20} work t
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' RETURN
+    (
+        cd fuzz
+        export RUSTC_BOOTSTRAP=1
+        cargo fuzz build --sanitizer none
+        for t in $(cargo fuzz list); do
+            mkdir -p "$work/$t"
+            local seeds=()
+            [[ -d seeds/$t ]] && seeds+=("seeds/$t")
+            case $t in
+                iso_payload) seeds+=(../tests/fixtures/iso) ;;
+                redfish_response) seeds+=(../tests/fixtures/redfish/sushy ../tests/fixtures/redfish/quirks) ;;
+            esac
+            echo "fuzzing $t for ${seconds}s"
+            if ! cargo fuzz run --sanitizer none "$t" "$work/$t" "${seeds[@]}" -- \
+                -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+                -print_final_stats=1 >"$work/$t.log" 2>&1; then
+                tail -40 "$work/$t.log" >&2
+                echo "FAIL: fuzz target $t (its input is under fuzz/artifacts/$t)" >&2
+                exit 1
+            fi
+            grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$work/$t.log" || true
+        done
+    )
+}
+
 stage prerequisites prerequisites
 stage fmt cargo fmt --check
 stage clippy cargo clippy --locked --all-targets -- -D warnings
 stage test cargo test --locked
 stage static-binary static_binary
+stage fuzz-smoke fuzz_smoke
 
 if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
     stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e --test lab_edges -- --ignored --nocapture
