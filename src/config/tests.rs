@@ -142,6 +142,18 @@ fn bad_values_name_path_and_line() {
             "invalid duration",
         ),
         (
+            "bundle:\n  ttl: 8000y\n",
+            4,
+            "bundle.ttl",
+            "outside the allowed range for a bundle's lifetime, 60s to 365d",
+        ),
+        (
+            "bundle:\n  maxUses: 0\n",
+            4,
+            "bundle.maxUses",
+            "must be at least 1",
+        ),
+        (
             "packages:\n  source: http://x\n",
             4,
             "packages.source",

@@ -1,0 +1,63 @@
+//! Manifests and CAs made to hurt the reader: times that leave what RFC
+//! 3339 can write, nesting that costs the YAML parser quadratic time,
+//! repeated keys, and CA certificates that are expired, not yet valid or
+//! not a CA. Each is signed by the trusted CA, so only the check under test
+//! can refuse it.
+
+use super::super::*;
+use super::support::*;
+
+fn signed(fix: impl FnOnce(String) -> String) -> String {
+    refusal(&resigned(ca(), fix))
+}
+
+#[test]
+fn times_outside_1970_to_9999_in_utc_are_refused_with_their_field() {
+    let cases = [
+        (
+            "createdAt: 2026-09-21T14:13:20Z",
+            "createdAt: 0000-01-01T00:00:00+23:59",
+            "createdAt",
+        ),
+        (
+            "notAfter: 2026-09-22T14:13:20Z",
+            "notAfter: 9999-12-31T23:59:59-23:59",
+            "notAfter",
+        ),
+        (
+            "notAfter: 2026-09-22T14:13:20Z",
+            "notAfter: 9999-12-31T23:59:59-00:01",
+            "notAfter",
+        ),
+        (
+            "createdAt: 2026-09-21T14:13:20Z",
+            "createdAt: 1969-12-31T23:59:59Z",
+            "createdAt",
+        ),
+    ];
+    for (from, to, field) in cases {
+        let err = signed(|y| y.replace(from, to));
+        assert_contains(
+            &err,
+            &[
+                "the bundle's manifest is invalid: manifest.yaml",
+                &format!(": {field}: "),
+                "outside the times dcn accepts (1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z)",
+                "dcn bundle export --site",
+            ],
+        );
+    }
+    // Also without expiry checks (`bundle inspect`) and without a pin.
+    let b = resigned(other_ca(), |y| {
+        y.replace(
+            "notAfter: 2026-09-22T14:13:20Z",
+            "notAfter: 9999-12-31T23:59:59-23:59",
+        )
+    });
+    let o = ReadOptions {
+        ca_pin: None,
+        check_expiry: false,
+        ..opts()
+    };
+    assert_contains(&refusal_with(&b, &o), &["notAfter: ", "outside the times"]);
+}
