@@ -36,3 +36,4 @@ pub mod standalone;
 pub mod status;
 pub mod timefmt;
 pub mod tls;
+pub mod yaml;

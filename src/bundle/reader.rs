@@ -151,6 +151,8 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
         format_version: Option<serde_yaml::Value>,
     }
     let yaml = text(MANIFEST, bytes)?;
+    // Nesting and repeated keys are bounded before the first parse.
+    crate::config::check_limits(yaml, MANIFEST).map_err(BundleError::Manifest)?;
     // A syntax error is reported, with its line, by the full parse below.
     if let Ok(Header {
         format_version: Some(v),

@@ -57,8 +57,11 @@ impl fmt::Display for ConfigError {
     }
 }
 
-/// Parse `text` (named `file` in errors) into a config of type `T`.
+/// Parse `text` (named `file` in errors) into a config of type `T`, after
+/// [`crate::yaml::check`] has bounded its size and nesting and refused
+/// repeated keys.
 pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigError> {
+    check_limits(text, file)?;
     let de = serde_yaml::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -71,6 +74,17 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigErr
             path: if path == "?" { String::new() } else { path },
             message: clean_message(&inner.to_string()),
         }
+    })
+}
+
+/// [`crate::yaml::check`] as a [`ConfigError`] naming `file`.
+pub fn check_limits(text: &str, file: &str) -> Result<(), ConfigError> {
+    crate::yaml::check(text).map_err(|e| ConfigError {
+        file: file.to_string(),
+        line: e.line,
+        column: e.column,
+        path: String::new(),
+        message: e.message,
     })
 }
 
@@ -96,7 +110,7 @@ fn clean_message(msg: &str) -> String {
 
 /// Read and parse a `StandaloneConfig` file.
 pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::yaml::read_file(path)
         .map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
     Ok(parse_standalone(&text, &path.display().to_string())?)
 }
@@ -116,6 +130,8 @@ fn check_header(text: &str, file: &str, kind: &str) -> Result<(), ConfigError> {
         api_version: Option<serde_yaml::Value>,
         kind: Option<serde_yaml::Value>,
     }
+    // Before the first serde_yaml parse of the text.
+    check_limits(text, file)?;
     let err = |path: &str, message: String| ConfigError {
         file: file.to_string(),
         line: None,

@@ -154,7 +154,7 @@ impl<'a> Registry<'a> {
         else {
             return Ok(None);
         };
-        let map: BTreeMap<String, String> = serde_yaml::from_str(&text)
+        let map: BTreeMap<String, String> = crate::yaml::from_str(&text)
             .with_context(|| format!("the credentials of site {name} are damaged"))?;
         let get = |k: &str| {
             map.get(k)

@@ -61,3 +61,61 @@ fn times_outside_1970_to_9999_in_utc_are_refused_with_their_field() {
     };
     assert_contains(&refusal_with(&b, &o), &["notAfter: ", "outside the times"]);
 }
+
+#[test]
+fn deeply_nested_yaml_is_refused_quickly_before_the_signature() {
+    // Signed by nobody: the nesting is refused before any signature check,
+    // and in bounded time whatever the depth.
+    let bombs = [
+        format!("formatVersion: 1\nsite: {}\n", "[".repeat(200 * 1024)),
+        format!("formatVersion: 1\nsite: {}\n", "{a: ".repeat(50 * 1024)),
+        format!(
+            "formatVersion: 1\nhosts: {}\n",
+            "[\"]\", ".repeat(30 * 1024)
+        ),
+    ];
+    for bomb in bombs {
+        let b = rebuild(|m| m[0].1 = bomb.into_bytes());
+        let started = std::time::Instant::now();
+        let err = refusal(&b);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_contains(
+            &err,
+            &[
+                "the bundle's manifest is invalid: manifest.yaml:2:",
+                "nested more than 32 levels deep",
+            ],
+        );
+    }
+}
+
+#[test]
+fn repeated_keys_are_refused_in_members_and_everywhere_else() {
+    let token_digest = |y: &str| {
+        let i = y.find("  token: ").unwrap();
+        y[i..].lines().next().unwrap().to_string()
+    };
+    // members lists the token twice: the second copy used to win.
+    let err = signed(|y| {
+        let line = token_digest(&y);
+        y.replace(
+            &line,
+            &format!("{line}\n  token: sha256:{}", "0".repeat(64)),
+        )
+    });
+    assert_contains(
+        &err,
+        &[
+            "manifest.yaml:",
+            "the key \"token\" appears twice in one mapping (first on line",
+        ],
+    );
+    let err = signed(|y| y.replace("site: edge1\n", "site: edge1\nsite: edge2\n"));
+    assert_contains(&err, &["the key \"site\" appears twice"]);
+    let err = signed(|y| y.replace("    tls: true\n", "    tls: true\n    tls: false\n"));
+    assert_contains(&err, &["the key \"tls\" appears twice"]);
+}
