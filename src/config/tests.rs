@@ -142,6 +142,12 @@ fn bad_values_name_path_and_line() {
             "invalid duration",
         ),
         (
+            "services:\n  nova:\n    customServiceConfig: \"[DEFAULT]\\ndebug = true\\r[database]\\rconnection = x\\n\"\n",
+            5,
+            "services.nova.customServiceConfig",
+            "line 2: a carriage return (\\r) not followed by a line feed",
+        ),
+        (
             "bundle:\n  ttl: 8000y\n",
             4,
             "bundle.ttl",

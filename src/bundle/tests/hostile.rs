@@ -119,3 +119,21 @@ fn repeated_keys_are_refused_in_members_and_everywhere_else() {
     let err = signed(|y| y.replace("    tls: true\n", "    tls: true\n    tls: false\n"));
     assert_contains(&err, &["the key \"tls\" appears twice"]);
 }
+
+#[test]
+fn custom_service_config_with_a_bare_carriage_return_is_refused() {
+    // oslo.config would read a [database] section here; dcn saw one option.
+    let err = signed(|y| {
+        y.replace(
+            "  novaCompute: |\n    [DEFAULT]\n    debug = true\n",
+            "  novaCompute: \"[DEFAULT]\\ndebug = true\\r[database]\\rconnection = mysql://evil\\n\"\n",
+        )
+    });
+    assert_contains(
+        &err,
+        &[
+            "customServiceConfig.novaCompute",
+            "invalid INI in customServiceConfig, line 2: a carriage return (\\r) not followed by a line feed",
+        ],
+    );
+}
