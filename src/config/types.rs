@@ -212,11 +212,34 @@ impl TryFrom<String> for PackageSource {
             return Ok(PackageSource::Mirror);
         }
         match s.strip_prefix("local:") {
-            Some(p) if p.starts_with('/') => Ok(PackageSource::Local(p.into())),
+            Some(p) if p.starts_with('/') => {
+                check_repository_path(p)?;
+                Ok(PackageSource::Local(p.into()))
+            }
             _ => Err(format!(
                 "invalid package source {s:?}: use `mirror` or `local:/absolute/path/to/repository`"
             )),
         }
+    }
+}
+
+/// The folder becomes part of a one-line apt source, `deb [trusted=yes]
+/// file:<path> ./`: a newline would add a source line of its own, and a space
+/// or `#` would change the line's meaning. So it is one plain path.
+fn check_repository_path(p: &str) -> Result<(), String> {
+    const MAX: usize = 1024;
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._+-~:@,=".contains(c);
+    if p.len() > MAX {
+        return Err(format!(
+            "invalid package source: the repository path is longer than {MAX} characters"
+        ));
+    }
+    match p.chars().find(|&c| !plain(c)) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "invalid package source {:?}: the repository path may hold only letters, digits and / . _ + - ~ : @ , =, not {c:?}, because it is written into an apt sources line; move or link the repository to a plain path",
+            format!("local:{p}")
+        )),
     }
 }
 
