@@ -10,6 +10,7 @@ pub mod types;
 pub use node::{NodeConfig, load_node, parse_node};
 pub use standalone::*;
 
+use crate::terminal_text::sanitize;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -49,10 +50,12 @@ impl fmt::Display for ConfigError {
                 write!(f, ":{c}")?;
             }
         }
+        // The path and message can quote the file's keys and values.
+        let message = sanitize(&self.message);
         if self.path.is_empty() || self.path == "." {
-            write!(f, ": {}", self.message)
+            write!(f, ": {message}")
         } else {
-            write!(f, ": {}: {}", self.path, self.message)
+            write!(f, ": {}: {message}", sanitize(&self.path))
         }
     }
 }
