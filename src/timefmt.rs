@@ -26,6 +26,23 @@ pub fn rfc3339(t: SystemTime) -> String {
         .unwrap_or_else(|| OUT_OF_RANGE.to_string())
 }
 
+/// `dt` (a certificate's validity bound, say) as RFC 3339 UTC, whole
+/// seconds; never panics.
+pub fn rfc3339_datetime(dt: OffsetDateTime) -> String {
+    dt.checked_to_offset(time::UtcOffset::UTC)
+        .and_then(|d| d.replace_nanosecond(0).ok())
+        .and_then(|d| d.format(&Rfc3339).ok())
+        .unwrap_or_else(|| OUT_OF_RANGE.to_string())
+}
+
+/// Seconds since 1970-01-01T00:00:00Z (negative before), saturating.
+pub fn unix_seconds(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    }
+}
+
 /// `t` in UTC, cut to whole seconds, if it lies within 1970-9999.
 fn utc(t: SystemTime) -> Option<OffsetDateTime> {
     let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
@@ -100,6 +117,20 @@ mod tests {
             OUT_OF_RANGE
         );
         assert!(parse_rfc3339(OUT_OF_RANGE).is_err());
+    }
+
+    #[test]
+    fn datetimes_and_unix_seconds() {
+        let dt = OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap();
+        assert_eq!(rfc3339_datetime(dt), "2026-09-21T14:13:20Z");
+        let odd = dt.to_offset(time::UtcOffset::from_hms(-5, 0, 0).unwrap());
+        assert_eq!(rfc3339_datetime(odd), "2026-09-21T14:13:20Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
+        assert_eq!(unix_seconds(t), 1_790_000_000);
+        assert_eq!(
+            unix_seconds(SystemTime::UNIX_EPOCH - Duration::from_secs(5)),
+            -5
+        );
     }
 
     #[test]
