@@ -4,6 +4,7 @@
 //! field path.
 
 pub mod node;
+mod package_source;
 mod standalone;
 pub mod types;
 
