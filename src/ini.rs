@@ -2,10 +2,18 @@
 //! operator's `customServiceConfig` is checked before anything changes) and
 //! rendering of generated config files.
 //!
-//! Accepted syntax, as oslo.config's parser: `[section]` headers, `key =
-//! value` or `key: value` lines, `#` and `;` comments, blank lines, and
-//! continuation lines that start with whitespace (appended to the previous
-//! value with a newline).
+//! Accepted syntax, as oslo.config's parser (`oslo_config.iniparser`):
+//! `[section]` headers, `key = value` or `key: value` lines, `#` and `;`
+//! comments, blank lines, and continuation lines that start with whitespace
+//! (appended to the previous option's value with a newline).
+//!
+//! What dcn checks must be what the service reads. oslo.config opens a file
+//! in Python's text mode, whose universal newlines end a line at `\n`, `\r\n`
+//! *and a bare `\r`*, and strips lines with `str.strip`, which also removes
+//! `\x0b`, `\x0c`, `\x1c`-`\x1f`, `\x85` and Unicode spaces. So a bare `\r`,
+//! every other control character but tab, and every whitespace character but
+//! space and tab are refused: with them gone, both parsers split the same
+//! lines and strip the same characters.
 
 use std::fmt;
 
@@ -42,19 +50,33 @@ impl Ini {
     pub fn parse(text: &str) -> Result<Ini, IniError> {
         let mut ini = Ini::default();
         let mut last_entry = false;
+        // `lines` ends lines at `\n` and `\r\n`, as Python does once every
+        // other line break is refused.
         for (idx, raw) in text.lines().enumerate() {
             let line = idx + 1;
             let err = |message: String| IniError { line, message };
+            check_characters(raw).map_err(err)?;
             let trimmed = raw.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';') {
+            if trimmed.is_empty() {
                 last_entry = false;
                 continue;
             }
-            if raw.starts_with([' ', '\t']) && last_entry {
+            // Indented: oslo.config continues the previous option, even
+            // with a `#`, and refuses the line when there is none.
+            if raw.starts_with([' ', '\t']) {
+                if !last_entry {
+                    return Err(err(format!(
+                        "{trimmed:?} is indented but continues no option (oslo.config refuses it as an unexpected continuation line); remove the indentation"
+                    )));
+                }
                 let section = ini.sections.last_mut().expect("an entry implies a section");
                 let entry = section.entries.last_mut().expect("last_entry is set");
                 entry.value.push('\n');
                 entry.value.push_str(trimmed);
+                continue;
+            }
+            last_entry = false;
+            if trimmed.starts_with('#') || trimmed.starts_with(';') {
                 continue;
             }
             if let Some(rest) = trimmed.strip_prefix('[') {
@@ -63,9 +85,13 @@ impl Ini {
                         "section header {trimmed:?} has no closing ']'"
                     )));
                 };
-                let name = name.trim();
                 if name.is_empty() || name.contains(['[', ']']) {
                     return Err(err(format!("invalid section name {trimmed:?}")));
+                }
+                if name.trim() != name {
+                    return Err(err(format!(
+                        "section name {trimmed:?} has spaces inside its brackets, which oslo.config keeps as part of the name; remove them"
+                    )));
                 }
                 ini.sections.push(Section {
                     name: name.to_string(),
@@ -134,6 +160,31 @@ impl Ini {
     }
 }
 
+/// Refuse a character that oslo.config treats as a line break or strips as
+/// whitespace where dcn would not (see the module docs). `raw` is one line
+/// without its `\n` (and without the `\r` of a `\r\n`).
+fn check_characters(raw: &str) -> Result<(), String> {
+    let Some(c) = raw
+        .chars()
+        .find(|&c| c != '\t' && (c.is_control() || (c.is_whitespace() && c != ' ')))
+    else {
+        return Ok(());
+    };
+    Err(if c == '\r' {
+        "a carriage return (\\r) not followed by a line feed: oslo.config starts a new line there and dcn does not, so the service would read other sections and options than dcn checked; end lines with \\n".to_string()
+    } else {
+        let kind = if c.is_control() {
+            "control character"
+        } else {
+            "Unicode space or line separator"
+        };
+        format!(
+            "the {kind} U+{:04X}: oslo.config splits lines or strips whitespace at characters like it where dcn does not; use plain spaces, tabs and \\n line ends",
+            u32::from(c)
+        )
+    })
+}
+
 impl fmt::Display for Ini {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, s) in self.sections.iter().enumerate() {
@@ -173,12 +224,68 @@ mod tests {
             ("[DEFAULT]\n\njust words\n", 3, "neither a [section]"),
             ("[DEFAULT\n", 1, "no closing"),
             ("[]\n", 1, "invalid section name"),
-            ("[a]\n = x\n", 2, "invalid option name"),
+            ("[a]\n= x\n", 2, "invalid option name"),
         ];
         for (text, line, msg) in cases {
             let e = Ini::parse(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}");
             assert!(e.message.contains(msg), "{text:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn line_breaks_and_spaces_oslo_config_reads_differently_are_refused() {
+        // oslo.config reads `debug = true\r[database]\rconnection = …` as a
+        // [database] section; dcn used to see one `debug` option.
+        let bare_cr = "[DEFAULT]\ndebug = true\r[database]\rconnection = mysql://evil\n";
+        let e = Ini::parse(bare_cr).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.message
+                .contains("carriage return (\\r) not followed by a line feed")
+                && e.message.contains("end lines with \\n"),
+            "{e}"
+        );
+        // Python's universal newlines and str.strip()/splitlines() act on
+        // these; each is refused with its code point.
+        for c in [
+            '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x1f', '\u{85}', '\u{2028}', '\u{2029}',
+            '\u{a0}', '\x00', '\x1b', '\x7f',
+        ] {
+            for text in [
+                format!("[DEFAULT]\ndebug = true{c}[database]\n"),
+                format!("[DEFAULT]\n{c}[database]\n"),
+                format!("[DEFAULT]{c}\n"),
+            ] {
+                let e = Ini::parse(&text).unwrap_err();
+                let code = format!("U+{:04X}", u32::from(c));
+                assert!(e.line == 1 || e.line == 2, "{text:?}: {e}");
+                assert!(e.message.contains(&code), "{text:?}: {e}");
+            }
+        }
+        // \r\n line ends and tabs are fine.
+        let ini = Ini::parse("[DEFAULT]\r\ndebug =\ttrue\r\n\tmore\r\n").unwrap();
+        assert_eq!(ini.get("DEFAULT", "debug"), Some("true\nmore"));
+    }
+
+    #[test]
+    fn indentation_and_section_names_mean_what_they_mean_to_oslo_config() {
+        // Indented lines continue the previous option, comment or not.
+        let ini = Ini::parse("[DEFAULT]\na = 1\n  # not a comment\n").unwrap();
+        assert_eq!(ini.get("DEFAULT", "a"), Some("1\n# not a comment"));
+        for (text, line, msg) in [
+            ("[DEFAULT]\n  debug = true\n", 2, "continues no option"),
+            ("[DEFAULT]\na = 1\n# c\n  b = 2\n", 4, "continues no option"),
+            ("[DEFAULT]\na = 1\n\n  b = 2\n", 4, "continues no option"),
+            (
+                "[ database ]\nconnection = x\n",
+                1,
+                "spaces inside its brackets",
+            ),
+        ] {
+            let e = Ini::parse(text).unwrap_err();
+            assert_eq!(e.line, line, "{text:?}: {e}");
+            assert!(e.message.contains(msg), "{text:?}: {e}");
         }
     }
 

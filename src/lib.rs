@@ -34,5 +34,7 @@ pub mod serve;
 pub mod sites;
 pub mod standalone;
 pub mod status;
+pub mod terminal_text;
 pub mod timefmt;
 pub mod tls;
+pub mod yaml;

@@ -140,9 +140,9 @@ fn bmc_text_is_printed_escaped_and_without_the_password() {
         "a forged line:\n{run}"
     );
     assert!(
-        run.stdout.contains("node-0\\u{a}power:")
+        run.stdout.contains("node-0\\npower:")
             && run.stdout.contains("Off\\u{1b}[8m\\u{202e}")
-            && run.stdout.contains("http://x/[redacted].iso\\u{d}"),
+            && run.stdout.contains("http://x/[redacted].iso\\r"),
         "{run}"
     );
     // JSON output is escaped by JSON itself, and redacted too.

@@ -7,8 +7,8 @@
 //! control characters while keeping printable Unicode as it is.
 //!
 //! The client applies this to every string of every answer it parses, so
-//! the rest of `bmc` can print what it reads. (`bundle inspect` has its own
-//! sanitiser for bundle text; the two may be folded later.)
+//! the rest of `bmc` can print what it reads. The escaping is
+//! [`crate::terminal_text::sanitize`], as for bundle text.
 
 use crate::secrets::Secret;
 use base64::Engine;
@@ -19,34 +19,9 @@ use std::fmt::Write;
 /// What a redacted secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
 
-/// Whether `c` must not reach a terminal as it is: C0 and C1 controls
-/// (ESC starts ANSI sequences, CR and BS overwrite, NL forges lines), DEL,
-/// and the invisible characters that reorder or hide text (bidirectional
-/// overrides and isolates, zero-width characters, line separators).
-fn unsafe_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}'
-        )
-}
-
-/// `text` with every unsafe character written as a Rust-style escape
-/// (`\u{1b}`), so it shows what was sent without acting on the terminal.
-pub fn terminal_safe(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(unsafe_char) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if unsafe_char(c) {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
+/// `text` with every character that could act on a terminal (controls,
+/// bidirectional and invisible characters) written as a Rust escape.
+pub use crate::terminal_text::sanitize as terminal_safe;
 
 /// Removes the BMC credentials from text that came from the BMC.
 #[derive(Clone)]
@@ -161,7 +136,7 @@ mod tests {
         );
         assert_eq!(
             terminal_safe("a\r\nb\tc\u{8}\u{7f}\u{9b}"),
-            "a\\u{d}\\u{a}b\\u{9}c\\u{8}\\u{7f}\\u{9b}"
+            "a\\r\\nb\\tc\\u{8}\\u{7f}\\u{9b}"
         );
         // Trojan-source style reordering and invisible characters.
         assert_eq!(
@@ -204,7 +179,7 @@ mod tests {
         });
         r.clean_value(&mut v);
         assert_eq!(v["Name"], "\\u{1b}[31mred");
-        assert_eq!(v["Members"][0]["@odata.id"], "/a\\u{a}b");
+        assert_eq!(v["Members"][0]["@odata.id"], "/a\\nb");
         assert_eq!(v["error"]["message"], "bad password [redacted]");
         assert_eq!(v["Power\\u{1b}"], 3);
         assert!(!v.to_string().contains("hunter22"));

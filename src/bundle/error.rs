@@ -99,9 +99,27 @@ pub enum BundleError {
     BadMember { member: String, problem: String },
 
     #[error(
-        "the bundle's ca.crt ({subject}) is not a CA certificate, so it cannot be the dcn CA; {NOT_DCN}; {FRESH}"
+        "the bundle's ca.crt ({subject}) is not a CA certificate ({reason}), so it cannot be the dcn CA; {NOT_DCN}; {FRESH}"
     )]
-    NotCa { subject: String },
+    NotCa { subject: String, reason: String },
+
+    #[error(
+        "the bundle's CA certificate ({subject}) expired at {not_after} (this host's clock reads {now}; if that is wrong, set the clock): a CA past its validity cannot vouch for the control plane; if the clock is right, the control plane's CA must be replaced before it can admit hosts"
+    )]
+    CaExpired {
+        subject: String,
+        not_after: String,
+        now: String,
+    },
+
+    #[error(
+        "the bundle's CA certificate ({subject}) is not valid before {not_before}, but this host's clock reads {now}: set this host's clock (or the control plane's, if its clock is ahead), then try again"
+    )]
+    CaNotYetValid {
+        subject: String,
+        not_before: String,
+        now: String,
+    },
 
     #[error(
         "the bundle's CA has pin {found}, but --ca-pin is {expected}: this bundle did not come from the control plane you trust; check where it came from, and compare --ca-pin with the pin `dcn bundle export` printed"

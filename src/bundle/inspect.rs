@@ -4,6 +4,7 @@
 use super::manifest::{Endpoints, HostsEntry, Messaging};
 use super::reader::VerifiedBundle;
 use crate::pki::CertInfo;
+use crate::terminal_text::sanitize;
 use crate::timefmt;
 use serde::Serialize;
 use std::fmt;
@@ -96,39 +97,48 @@ impl VerifiedBundle {
 }
 
 impl fmt::Display for Inspection {
+    /// Every string that came from the bundle goes through
+    /// [`sanitize`]: the text view is for a terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let site = sanitize(&self.site);
         writeln!(
             f,
-            "Join bundle for site {} (format {})",
-            self.site, self.format_version
+            "Join bundle for site {site} (format {})",
+            self.format_version
         )?;
         writeln!(f, "  Created:         {}", self.created_at)?;
         if self.expired {
             writeln!(
                 f,
-                "  Not after:       {} (EXPIRED: {}; run `dcn bundle export --site {}` for a fresh bundle)",
-                self.not_after, self.expiry, self.site
+                "  Not after:       {} (EXPIRED: {}; run `dcn bundle export --site {site}` for a fresh bundle)",
+                self.not_after, self.expiry
             )?;
         } else {
             writeln!(f, "  Not after:       {} ({})", self.not_after, self.expiry)?;
         }
-        writeln!(f, "  Join endpoint:   {}", self.join_endpoint)?;
-        writeln!(f, "  Region:          {}", self.region)?;
+        writeln!(f, "  Join endpoint:   {}", sanitize(&self.join_endpoint))?;
+        writeln!(f, "  Region:          {}", sanitize(&self.region))?;
         writeln!(f, "  Endpoints:")?;
         for (service, url) in self.endpoints.iter() {
-            writeln!(f, "    {service:<14} {url}")?;
+            writeln!(f, "    {service:<14} {}", sanitize(url))?;
         }
         let m = &self.messaging;
         let tls = if m.tls { "TLS" } else { "no TLS" };
-        writeln!(f, "  Messaging:       {}:{} ({tls})", m.host, m.port.0)?;
-        writeln!(f, "  OVN southbound:  {}", self.ovn_southbound)?;
+        let host = m.host.to_string();
+        writeln!(
+            f,
+            "  Messaging:       {}:{} ({tls})",
+            sanitize(&host),
+            m.port.0
+        )?;
+        writeln!(f, "  OVN southbound:  {}", sanitize(&self.ovn_southbound))?;
         if self.hosts.is_empty() {
             writeln!(f, "  /etc/hosts:      (none)")?;
         } else {
             writeln!(f, "  /etc/hosts:")?;
             for h in &self.hosts {
                 let names: Vec<&str> = h.names.iter().map(|n| n.as_str()).collect();
-                writeln!(f, "    {:<14} {}", h.address, names.join(" "))?;
+                writeln!(f, "    {:<14} {}", h.address, sanitize(&names.join(" ")))?;
             }
         }
         if self.custom_service_config.is_empty() {
@@ -138,12 +148,12 @@ impl fmt::Display for Inspection {
             for c in &self.custom_service_config {
                 writeln!(f, "    {} ({} bytes):", c.service, c.bytes)?;
                 for line in c.text.lines() {
-                    writeln!(f, "      {line}")?;
+                    writeln!(f, "      {}", sanitize(line))?;
                 }
             }
         }
-        writeln!(f, "  Join token:      {}", self.token)?;
-        writeln!(f, "  CA:              {}", self.ca_subject)?;
+        writeln!(f, "  Join token:      {}", sanitize(&self.token))?;
+        writeln!(f, "  CA:              {}", sanitize(&self.ca_subject))?;
         let pin_note = if self.pin_checked {
             "matches --ca-pin"
         } else {

@@ -12,6 +12,7 @@ use super::values::Sha256Digest;
 use super::{CA_CERT, FORMAT_VERSION, MANIFEST, SIGNATURE, TOKEN};
 use crate::config::ConfigError;
 use crate::pki::{self, CertInfo, Pin};
+use crate::terminal_text::sanitize;
 use crate::timefmt;
 use base64::Engine;
 use std::fs::File;
@@ -89,7 +90,7 @@ pub fn read_bundle(
     let raw = archive::read_members(input)?;
     let manifest = parse_manifest(&raw.manifest)?;
     let ca_cert_pem = text(CA_CERT, &raw.ca_cert)?.to_string();
-    let ca_info = check_ca(&ca_cert_pem)?;
+    let ca_info = check_ca(&ca_cert_pem, opts.now)?;
     let ca_pin = Pin::of_spki_der(&ca_info.spki_der);
     if let Some(expected) = &opts.ca_pin
         && *expected != ca_pin
@@ -151,6 +152,8 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
         format_version: Option<serde_yaml::Value>,
     }
     let yaml = text(MANIFEST, bytes)?;
+    // Nesting and repeated keys are bounded before the first parse.
+    crate::config::check_limits(yaml, MANIFEST).map_err(BundleError::Manifest)?;
     // A syntax error is reported, with its line, by the full parse below.
     if let Ok(Header {
         format_version: Some(v),
@@ -177,8 +180,10 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
     Ok(manifest)
 }
 
-/// `ca.crt` must be exactly one PEM certificate, and a CA's.
-fn check_ca(pem: &str) -> Result<CertInfo, BundleError> {
+/// `ca.crt` must be exactly one PEM certificate, a CA's that may sign
+/// certificates, and valid at `now`. Subjects are sanitised: they go into
+/// messages for a terminal.
+fn check_ca(pem: &str, now: SystemTime) -> Result<CertInfo, BundleError> {
     let blocks = pem.matches("-----BEGIN ").count();
     if blocks != 1 {
         let problem =
@@ -187,9 +192,32 @@ fn check_ca(pem: &str) -> Result<CertInfo, BundleError> {
     }
     let info =
         CertInfo::from_pem(pem).map_err(|e| BundleError::bad_member(CA_CERT, format!("{e:#}")))?;
+    let subject = sanitize(&info.subject).into_owned();
+    let not_ca = |reason: &str| BundleError::NotCa {
+        subject: subject.clone(),
+        reason: reason.to_string(),
+    };
     if !info.is_ca {
-        return Err(BundleError::NotCa {
-            subject: info.subject,
+        return Err(not_ca("its basic constraints do not say CA:TRUE"));
+    }
+    if !info.key_cert_sign {
+        return Err(not_ca(
+            "its key usage does not allow signing certificates (keyCertSign)",
+        ));
+    }
+    let now_secs = timefmt::unix_seconds(now);
+    if now_secs < info.not_before.unix_timestamp() {
+        return Err(BundleError::CaNotYetValid {
+            subject,
+            not_before: timefmt::rfc3339_datetime(info.not_before),
+            now: timefmt::rfc3339(now),
+        });
+    }
+    if now_secs > info.not_after.unix_timestamp() {
+        return Err(BundleError::CaExpired {
+            subject,
+            not_after: timefmt::rfc3339_datetime(info.not_after),
+            now: timefmt::rfc3339(now),
         });
     }
     Ok(info)

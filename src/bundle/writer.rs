@@ -81,8 +81,11 @@ pub fn write_bundle(contents: &BundleContents, ca: &CertificateAuthority) -> Res
     gz.write_all(&tar).context("compressing the bundle")?;
     let bytes = gz.finish().context("compressing the bundle")?;
 
+    // Read back as of now: the CA must be valid when the bundle is handed
+    // out. Expiry is not checked, so a bundle with a past createdAt (tests)
+    // still reads back.
     let check = ReadOptions {
-        now: manifest.created_at,
+        now: SystemTime::now(),
         ca_pin: Some(ca.pin()),
         check_expiry: false,
     };

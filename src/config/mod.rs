@@ -4,12 +4,14 @@
 //! field path.
 
 pub mod node;
+mod package_source;
 mod standalone;
 pub mod types;
 
 pub use node::{NodeConfig, load_node, parse_node};
 pub use standalone::*;
 
+use crate::terminal_text::sanitize;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -49,16 +51,21 @@ impl fmt::Display for ConfigError {
                 write!(f, ":{c}")?;
             }
         }
+        // The path and message can quote the file's keys and values.
+        let message = sanitize(&self.message);
         if self.path.is_empty() || self.path == "." {
-            write!(f, ": {}", self.message)
+            write!(f, ": {message}")
         } else {
-            write!(f, ": {}: {}", self.path, self.message)
+            write!(f, ": {}: {message}", sanitize(&self.path))
         }
     }
 }
 
-/// Parse `text` (named `file` in errors) into a config of type `T`.
+/// Parse `text` (named `file` in errors) into a config of type `T`, after
+/// [`crate::yaml::check`] has bounded its size and nesting and refused
+/// repeated keys.
 pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigError> {
+    check_limits(text, file)?;
     let de = serde_yaml::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -71,6 +78,17 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, ConfigErr
             path: if path == "?" { String::new() } else { path },
             message: clean_message(&inner.to_string()),
         }
+    })
+}
+
+/// [`crate::yaml::check`] as a [`ConfigError`] naming `file`.
+pub fn check_limits(text: &str, file: &str) -> Result<(), ConfigError> {
+    crate::yaml::check(text).map_err(|e| ConfigError {
+        file: file.to_string(),
+        line: e.line,
+        column: e.column,
+        path: String::new(),
+        message: e.message,
     })
 }
 
@@ -96,7 +114,7 @@ fn clean_message(msg: &str) -> String {
 
 /// Read and parse a `StandaloneConfig` file.
 pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::yaml::read_file(path)
         .map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
     Ok(parse_standalone(&text, &path.display().to_string())?)
 }
@@ -116,6 +134,8 @@ fn check_header(text: &str, file: &str, kind: &str) -> Result<(), ConfigError> {
         api_version: Option<serde_yaml::Value>,
         kind: Option<serde_yaml::Value>,
     }
+    // Before the first serde_yaml parse of the text.
+    check_limits(text, file)?;
     let err = |path: &str, message: String| ConfigError {
         file: file.to_string(),
         line: None,

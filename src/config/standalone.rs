@@ -193,9 +193,28 @@ pub struct ServiceConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct BundleDefaults {
     /// How long a bundle (and its join token) stays valid.
+    #[serde(deserialize_with = "bundle_ttl")]
     pub ttl: HumanDuration,
     /// How many hosts may join with one bundle.
+    #[serde(deserialize_with = "at_least_one")]
     pub max_uses: u32,
+}
+
+/// A TTL within the range `dcn bundle export` accepts, refused while the
+/// file is read so the error has the field's line.
+fn bundle_ttl<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HumanDuration, D::Error> {
+    let ttl = HumanDuration::deserialize(d)?;
+    crate::bundle::limits::check_ttl(ttl.0).map_err(serde::de::Error::custom)?;
+    Ok(ttl)
+}
+
+fn at_least_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    match u32::deserialize(d)? {
+        0 => Err(serde::de::Error::custom(
+            "must be at least 1: a bundle nobody may join with is useless",
+        )),
+        n => Ok(n),
+    }
 }
 
 impl Default for BundleDefaults {

@@ -142,6 +142,36 @@ fn bad_values_name_path_and_line() {
             "invalid duration",
         ),
         (
+            "services:\n  nova:\n    customServiceConfig: \"[DEFAULT]\\ndebug = true\\r[database]\\rconnection = x\\n\"\n",
+            5,
+            "services.nova.customServiceConfig",
+            "line 2: a carriage return (\\r) not followed by a line feed",
+        ),
+        (
+            "bundle:\n  ttl: 8000y\n",
+            4,
+            "bundle.ttl",
+            "outside the allowed range for a bundle's lifetime, 60s to 365d",
+        ),
+        (
+            "bundle:\n  maxUses: 0\n",
+            4,
+            "bundle.maxUses",
+            "must be at least 1",
+        ),
+        (
+            "packages:\n  source: \"local:/srv/repo ./\\ndeb [trusted=yes] http://evil.example/ ./\"\n",
+            4,
+            "packages.source",
+            "the repository path may hold only letters, digits",
+        ),
+        (
+            "packages:\n  source: \"local:/srv/my repo\"\n",
+            4,
+            "packages.source",
+            "not ' ', because it is written into an apt sources line",
+        ),
+        (
             "packages:\n  source: http://x\n",
             4,
             "packages.source",
@@ -193,4 +223,43 @@ fn messages_do_not_repeat_the_path() {
         "{HEAD}network:\n  providerNetworks:\n  - name: a b\n"
     ));
     assert_eq!(e.to_string().matches("providerNetworks").count(), 1, "{e}");
+}
+
+#[test]
+fn standalone_and_node_configs_are_bounded_before_serde_yaml_reads_them() {
+    let started = std::time::Instant::now();
+    for (text, kind) in [
+        (
+            format!("{HEAD}zones: {}\n", "[".repeat(200 * 1024)),
+            "standalone",
+        ),
+        (
+            format!(
+                "apiVersion: dcn/v1alpha1\nkind: NodeConfig\nx: {}\n",
+                "{a: ".repeat(50 * 1024)
+            ),
+            "node",
+        ),
+    ] {
+        let e = match kind {
+            "standalone" => err_of(&text),
+            _ => parse_node(&text, "site.yaml").unwrap_err(),
+        };
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(
+            e.to_string().starts_with("site.yaml:3:")
+                && e.message.contains("nested more than 32 levels deep"),
+            "{e}"
+        );
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // A key given twice is refused rather than the last one winning.
+    let e = err_of(&format!(
+        "{HEAD}services:\n  nova:\n    workers: 2\n    workers: 4\n"
+    ));
+    assert_eq!(e.line, Some(6), "{e}");
+    assert!(
+        e.message.contains("the key \"workers\" appears twice"),
+        "{e}"
+    );
 }

@@ -3,7 +3,6 @@
 //! field's path and line.
 
 use serde::{Deserialize, Serialize};
-use std::str::FromStr;
 use std::time::Duration;
 
 /// A validated string type. `string_newtype!(Name, check)` where `check`
@@ -194,47 +193,7 @@ impl From<Cidr> for String {
     }
 }
 
-/// Where packages come from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum PackageSource {
-    /// The apt sources the host already has (a Debian mirror).
-    Mirror,
-    /// A local apt repository folder (a flat repository with a `Packages`
-    /// index), for disconnected sites.
-    Local(std::path::PathBuf),
-}
-
-impl TryFrom<String> for PackageSource {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        if s == "mirror" {
-            return Ok(PackageSource::Mirror);
-        }
-        match s.strip_prefix("local:") {
-            Some(p) if p.starts_with('/') => Ok(PackageSource::Local(p.into())),
-            _ => Err(format!(
-                "invalid package source {s:?}: use `mirror` or `local:/absolute/path/to/repository`"
-            )),
-        }
-    }
-}
-
-impl FromStr for PackageSource {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::try_from(s.to_string())
-    }
-}
-
-impl From<PackageSource> for String {
-    fn from(p: PackageSource) -> String {
-        match p {
-            PackageSource::Mirror => "mirror".into(),
-            PackageSource::Local(path) => format!("local:{}", path.display()),
-        }
-    }
-}
+pub use super::package_source::PackageSource;
 
 /// A worker count: `auto` (sized to the host's CPUs) or a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -391,10 +350,5 @@ mod tests {
             86400
         );
         assert!(HumanDuration::try_from("0s".to_string()).is_err());
-        assert!(PackageSource::try_from("local:relative".to_string()).is_err());
-        assert_eq!(
-            PackageSource::try_from("local:/srv/repo".to_string()).unwrap(),
-            PackageSource::Local("/srv/repo".into())
-        );
     }
 }

@@ -120,9 +120,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         );
     }
     let config_text = match &opts.config {
-        Some(p) => {
-            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
-        }
+        Some(p) => crate::yaml::read_file(p).with_context(|| format!("reading {}", p.display()))?,
         None => default_config(),
     };
     crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;

@@ -61,8 +61,20 @@ pub struct IssuedCert {
 }
 
 impl CertificateAuthority {
-    /// Create a new CA named `common_name`.
+    /// Create a new CA named `common_name`, valid from an hour ago for
+    /// [`CA_VALIDITY`].
     pub fn generate(common_name: &str) -> Result<Self> {
+        let now = OffsetDateTime::now_utc();
+        Self::generate_valid(common_name, now - BACKDATE, now + CA_VALIDITY)
+    }
+
+    /// Create a new CA named `common_name`, valid from `not_before` to
+    /// `not_after` (tests make expired and future CAs with it).
+    pub fn generate_valid(
+        common_name: &str,
+        not_before: OffsetDateTime,
+        not_after: OffsetDateTime,
+    ) -> Result<Self> {
         let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
             .context("generating the CA key")?;
         let mut params = CertificateParams::default();
@@ -73,9 +85,8 @@ impl CertificateAuthority {
             KeyUsagePurpose::CrlSign,
             KeyUsagePurpose::DigitalSignature,
         ];
-        let now = OffsetDateTime::now_utc();
-        params.not_before = now - BACKDATE;
-        params.not_after = now + CA_VALIDITY;
+        params.not_before = not_before;
+        params.not_after = not_after;
         params.serial_number = Some(random_serial());
         let cert = params
             .self_signed(&key)
@@ -181,8 +192,13 @@ pub fn verify_issued_by(ca_cert_pem: &str, leaf_pem: &str) -> Result<()> {
 #[derive(Debug, Clone)]
 pub struct CertInfo {
     pub subject: String,
+    pub not_before: OffsetDateTime,
     pub not_after: OffsetDateTime,
+    /// Basic constraints say CA:TRUE.
     pub is_ca: bool,
+    /// The key may sign certificates: the key usage extension lists
+    /// keyCertSign, or there is none. A repeated extension counts as no.
+    pub key_cert_sign: bool,
     pub dns_names: Vec<String>,
     pub ip_addresses: Vec<IpAddr>,
     /// DER of the SubjectPublicKeyInfo.
@@ -219,11 +235,17 @@ impl CertInfo {
                 }
             }
         }
-        let not_after = cert.validity().not_after.to_datetime();
+        let key_cert_sign = match cert.key_usage() {
+            Ok(None) => true,
+            Ok(Some(ku)) => ku.value.key_cert_sign(),
+            Err(_) => false,
+        };
         Ok(CertInfo {
             subject: cert.subject().to_string(),
-            not_after,
+            not_before: cert.validity().not_before.to_datetime(),
+            not_after: cert.validity().not_after.to_datetime(),
             is_ca: cert.is_ca(),
+            key_cert_sign,
             dns_names,
             ip_addresses,
             spki_der: cert.tbs_certificate.subject_pki.raw.to_vec(),

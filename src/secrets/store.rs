@@ -21,7 +21,7 @@ impl PasswordStore {
         let Some(text) = files.read_string(PASSWORDS_FILE)? else {
             return Ok(PasswordStore::default());
         };
-        let map: BTreeMap<String, String> = serde_yaml::from_str(&text)
+        let map: BTreeMap<String, String> = crate::yaml::from_str(&text)
             .with_context(|| format!("{PASSWORDS_FILE} is not a YAML map of names to passwords"))?;
         Ok(PasswordStore {
             entries: map.into_iter().map(|(k, v)| (k, Secret::new(v))).collect(),

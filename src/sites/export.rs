@@ -5,13 +5,14 @@
 
 use super::provision;
 use super::registry::{Registry, Site, TokenRecord};
+use crate::bundle::limits::check_ttl;
 use crate::bundle::{BundleContents, JoinToken, save_bundle, write_bundle};
 use crate::config::types::SiteName;
-use crate::deployment::{Deployment, saved_config};
+use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
 use crate::timefmt::rfc3339;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -35,17 +36,25 @@ pub struct Exported {
     pub max_uses: u32,
 }
 
-/// Export a join bundle for `opts.site`.
+/// Export a join bundle for `opts.site`. The options are checked before
+/// anything is read, created or written.
 pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
+    if let Some(ttl) = opts.ttl {
+        check_ttl(ttl).map_err(|why| anyhow!("--ttl {why}"))?;
+    }
+    if opts.max_uses == Some(0) {
+        bail!("--max-uses must be at least 1");
+    }
     let files = &host.files;
     let deployment = Deployment::load(files)?
         .filter(|d| d.roles.iter().any(|r| r == "controller"))
         .context("this host is not a dcn control plane: run `dcn standalone init` first")?;
     let config = saved_config(files)?;
+    // The saved config's bundle.ttl was checked when it was parsed.
     let ttl = opts.ttl.unwrap_or(config.bundle.ttl.0);
     let max_uses = opts.max_uses.unwrap_or(config.bundle.max_uses);
     if max_uses == 0 {
-        bail!("--max-uses must be at least 1");
+        bail!("bundle.maxUses in {CONFIG_FILE} must be at least 1");
     }
     let ca = crate::standalone::secrets::load_ca(files)?;
     let region = config.control_plane.region.to_string();
@@ -146,4 +155,86 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         not_after,
         max_uses,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::RecordingRunner;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// Every file under `dir` with its bytes, to show nothing changed.
+    fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(tree(&p));
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// A control plane's state in a temporary root: the deployment record,
+    /// the saved config (with `bundle_yaml` appended) and the CA.
+    fn control_plane(root: &Path, bundle_yaml: &str) {
+        let put = |path: &str, text: &str| {
+            let p = root.join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put(
+            crate::deployment::DEPLOYMENT_FILE,
+            r#"{"roles":["controller"],"services":[],"hostname":"cp","address":"10.240.0.10"}"#,
+        );
+        put(
+            CONFIG_FILE,
+            &format!("apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\n{bundle_yaml}"),
+        );
+        let ca = crate::pki::CertificateAuthority::generate("export test CA").unwrap();
+        put(crate::paths::CA_CERT, ca.cert_pem());
+        put(crate::paths::CA_KEY, ca.key_pem().expose());
+    }
+
+    #[test]
+    fn an_absurd_ttl_is_refused_before_anything_is_provisioned_or_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        control_plane(&root, "");
+        let before = tree(tmp.path());
+        let runner = Arc::new(RecordingRunner::new());
+        let host = Host::with_runner(&root, runner.clone(), false);
+        let year = Duration::from_secs(365 * 86400);
+        for ttl in [8000 * year, Duration::MAX, Duration::ZERO, year * 2] {
+            let opts = ExportOptions {
+                site: "edge1".parse().unwrap(),
+                ttl: Some(ttl),
+                max_uses: None,
+                output: tmp.path().join("edge1.tar.gz"),
+            };
+            let e = format!("{:#}", export(&host, &opts).err().expect("refused"));
+            assert!(
+                e.starts_with("--ttl ") && e.contains("allowed range") && e.contains("60s to 365d"),
+                "{e}"
+            );
+        }
+        // A saved config with an absurd bundle.ttl is refused the same way.
+        control_plane(&root, "bundle:\n  ttl: 8000y\n");
+        let before_config = tree(tmp.path());
+        let opts = ExportOptions {
+            site: "edge1".parse().unwrap(),
+            ttl: None,
+            max_uses: None,
+            output: tmp.path().join("edge1.tar.gz"),
+        };
+        let e = format!("{:#}", export(&host, &opts).err().expect("refused"));
+        assert!(e.contains("bundle.ttl") && e.contains("60s to 365d"), "{e}");
+        assert!(runner.calls().is_empty(), "{:?}", runner.command_lines());
+        assert_eq!(tree(tmp.path()), before_config);
+        assert_eq!(before.len(), before_config.len());
+    }
 }

@@ -3,6 +3,7 @@
 //! (`write_read`). `support` builds good and hostile bundles.
 
 mod archive;
+mod hostile;
 mod support;
 mod verify;
 mod write_read;

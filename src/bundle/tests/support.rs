@@ -16,16 +16,25 @@ pub fn created() -> SystemTime {
 
 pub const TTL: Duration = Duration::from_secs(24 * 3600);
 
+/// A CA valid from before [`created`] until ten years from now, so it is
+/// valid both at the fixed times of these tests and when the writer reads
+/// a bundle back.
+fn valid_ca(name: &str) -> CertificateAuthority {
+    let not_before = time::OffsetDateTime::from(created()) - time::Duration::days(30);
+    let not_after = time::OffsetDateTime::now_utc() + crate::pki::CA_VALIDITY;
+    CertificateAuthority::generate_valid(name, not_before, not_after).unwrap()
+}
+
 /// One CA for the whole test run (key generation is the slow part).
 pub fn ca() -> &'static CertificateAuthority {
     static CA: OnceLock<CertificateAuthority> = OnceLock::new();
-    CA.get_or_init(|| CertificateAuthority::generate("dcn test CA").unwrap())
+    CA.get_or_init(|| valid_ca("dcn test CA"))
 }
 
 /// A second, unrelated CA.
 pub fn other_ca() -> &'static CertificateAuthority {
     static CA: OnceLock<CertificateAuthority> = OnceLock::new();
-    CA.get_or_init(|| CertificateAuthority::generate("dcn other CA").unwrap())
+    CA.get_or_init(|| valid_ca("dcn other CA"))
 }
 
 pub const MANIFEST_YAML: &str = r#"formatVersion: 1
