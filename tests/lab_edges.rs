@@ -22,6 +22,31 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// While alive and the test panics: what the network says of `host` (the
+/// OVN chassis and ports at the centre, the host's ovn-controller log).
+struct DiagnoseOnPanic<'a>(&'a Lab, &'a str);
+
+impl Drop for DiagnoseOnPanic<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let (lab, host) = (self.0, self.1);
+        lab.dump_logs(host);
+        for (on, cmd) in [
+            ("cp", "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log"),
+            (host, "tail -40 /var/log/ovn/ovn-controller.log; ovs-vsctl show; virsh list --all"),
+        ] {
+            let out = lab.exec_on(on, &["sh", "-c", cmd]);
+            eprintln!(
+                "--- {on}: {cmd}\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
 /// Poll `check` every 3 s until it returns true or `limit` passes.
 fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
     let started = Instant::now();
@@ -450,6 +475,7 @@ fn lab_edge_sites_end_to_end() {
     let marks = last_rounds(&lab, &guests);
     let power_on = Instant::now();
     assert!(lab.lab(&["restart", "edge1"]).status.success());
+    let _diagnose = DiagnoseOnPanic(&lab, "edge1");
     let booted = power_on.elapsed();
     for (g, old) in at_site("edge1").iter().zip(&before) {
         wait_for(
@@ -754,6 +780,7 @@ fn lab_edge_sites_end_to_end() {
         assert!(!found.contains("LEAK"), "secrets leak on {host}:\n{found}");
     }
 
+    drop(_diagnose);
     drop(lab);
     assert_nothing_left(dir.path());
 }
