@@ -25,7 +25,7 @@ pub use manifest::{
     ControlPlaneInfo, CustomServiceConfig, EdgeService, Endpoints, HostsEntry, Manifest,
     ManifestProblem, Messaging,
 };
-pub use reader::{ReadOptions, VerifiedBundle, read_bundle, read_bundle_file};
+pub use reader::{ReadOptions, VerifiedBundle, parse_manifest, read_bundle, read_bundle_file};
 pub use token::{JoinToken, TOKEN_ID_LENGTH, TOKEN_SECRET_LENGTH, TokenError};
 pub use values::{HttpsUrl, NetHost, OvnRemote, Sha256Digest, WebUrl};
 pub use writer::{BUNDLE_MODE, save_bundle, write_bundle};

@@ -145,7 +145,8 @@ fn text<'a>(member: &str, bytes: &'a [u8]) -> Result<&'a str, BundleError> {
 
 /// The format version first, so a newer bundle is refused as newer rather
 /// than with a list of fields this dcn does not know; then every field.
-fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
+/// (Public for the manifest fuzz target.)
+pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
     #[derive(serde::Deserialize)]
     struct Header {
         #[serde(rename = "formatVersion")]
