@@ -158,7 +158,7 @@ pub enum BundleCommand {
         /// The edge site: its availability zone and host aggregate
         #[arg(long)]
         site: crate::config::types::SiteName,
-        /// How long the bundle and its token stay valid, 60s to 365d, e.g. 2h, 7d (default: the config's bundle.ttl)
+        /// How long the bundle and its token stay valid, 1s to 365d, e.g. 2h, 7d (default: the config's bundle.ttl)
         #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
         ttl: Option<std::time::Duration>,
         /// How many hosts may join with it (default: the config's bundle.maxUses)

@@ -151,7 +151,7 @@ fn bad_values_name_path_and_line() {
             "bundle:\n  ttl: 8000y\n",
             4,
             "bundle.ttl",
-            "outside the allowed range for a bundle's lifetime, 60s to 365d",
+            "outside the allowed range for a bundle's lifetime, 1s to 365d",
         ),
         (
             "bundle:\n  maxUses: 0\n",

@@ -218,7 +218,7 @@ mod tests {
             };
             let e = format!("{:#}", export(&host, &opts).err().expect("refused"));
             assert!(
-                e.starts_with("--ttl ") && e.contains("allowed range") && e.contains("60s to 365d"),
+                e.starts_with("--ttl ") && e.contains("allowed range") && e.contains("1s to 365d"),
                 "{e}"
             );
         }
@@ -232,7 +232,7 @@ mod tests {
             output: tmp.path().join("edge1.tar.gz"),
         };
         let e = format!("{:#}", export(&host, &opts).err().expect("refused"));
-        assert!(e.contains("bundle.ttl") && e.contains("60s to 365d"), "{e}");
+        assert!(e.contains("bundle.ttl") && e.contains("1s to 365d"), "{e}");
         assert!(runner.calls().is_empty(), "{:?}", runner.command_lines());
         assert_eq!(tree(tmp.path()), before_config);
         assert_eq!(before.len(), before_config.len());
