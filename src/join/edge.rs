@@ -196,7 +196,10 @@ pub fn request(
     // The node's key is made here and never leaves the host. It is kept
     // before the request: a join interrupted after the control plane
     // recorded this host can only be repeated with the same key.
-    let key = match files.read_string(NODE_KEY)? {
+    let fresh_host = !files.exists(crate::paths::STATE_DIR)?;
+    let kept = files.read_string(NODE_KEY)?;
+    let made_key = kept.is_none();
+    let key = match kept {
         Some(pem) => rcgen::KeyPair::from_pem(&pem)
             .context("reading the node key kept by an earlier join (remove it to start over)")?,
         None => {
@@ -230,7 +233,20 @@ pub fn request(
         csr,
         dcn_version: env!("CARGO_PKG_VERSION").into(),
     };
-    let reply = super::retry(deadline, "the join service", || client.join(&req))?;
+    let reply = match super::retry(deadline, "the join service", || client.join(&req)) {
+        Ok(r) => r,
+        // Refused: the control plane recorded nothing, so neither does
+        // this host. (Anything else may have reached it: keep the key.)
+        Err(e) if made_key && e.downcast_ref::<super::client::Refused>().is_some() => {
+            if fresh_host {
+                files.remove_all(crate::paths::STATE_DIR)?;
+            } else {
+                files.remove(NODE_KEY)?;
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     // Signed by a CA of this node's own (the OVN SB trusts it while the
     // node is a member), so what matters here is that it is for our key.
     let info = crate::pki::CertInfo::from_pem(&reply.node_certificate)
