@@ -198,10 +198,7 @@ fn export_refuses_an_absurd_ttl_before_anything_else() {
         ]);
         // Refused for the TTL, not for this host lacking a control plane:
         // the check comes before anything is read, created or written.
-        assert_refused(
-            &out,
-            &["--ttl ", "outside the allowed range", "1s to 365d"],
-        );
+        assert_refused(&out, &["--ttl ", "outside the allowed range", "1s to 365d"]);
     }
     assert!(tree(dir.path()).is_empty());
 }

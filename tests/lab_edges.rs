@@ -34,8 +34,14 @@ impl Drop for DiagnoseOnPanic<'_> {
         let (lab, host) = (self.0, self.1);
         lab.dump_logs(host);
         for (on, cmd) in [
-            ("cp", "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log"),
-            (host, "tail -40 /var/log/ovn/ovn-controller.log; ovs-vsctl show; virsh list --all"),
+            (
+                "cp",
+                "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log",
+            ),
+            (
+                host,
+                "tail -40 /var/log/ovn/ovn-controller.log; ovs-vsctl show; virsh list --all",
+            ),
         ] {
             let out = lab.exec_on(on, &["sh", "-c", cmd]);
             eprintln!(
