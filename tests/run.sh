@@ -118,8 +118,10 @@ fuzz_smoke() {
     command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
     local seconds=${FUZZ_SECONDS:-20} work t
     work=$(mktemp -d)
-    trap 'rm -rf "$work"' RETURN
+    # The subshell's EXIT trap cleans up on success and failure alike (a
+    # RETURN trap would outlive this function and fire again in stage()).
     (
+        trap 'rm -rf "$work"' EXIT
         cd fuzz
         export RUSTC_BOOTSTRAP=1
         cargo fuzz build --sanitizer none
