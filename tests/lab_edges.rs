@@ -649,6 +649,10 @@ fn lab_edge_sites_end_to_end() {
             p["ovn-other"].0 == "refused" && p["ovn-other"].1.contains("RBAC"),
             "{host} may not write {other}'s chassis: {p:?}"
         );
+        assert_eq!(
+            p["rabbit-other"].0, "refused",
+            "{host} may not read or bind to {other}'s or the conductor's RPCs: {p:?}"
+        );
     }
     let edge1_guests = at_site("edge1");
     let marks = last_rounds(&lab, &edge1_guests);
@@ -659,6 +663,7 @@ fn lab_edge_sites_end_to_end() {
     let p = probe(&lab, "edge3", "edge1");
     for cred in [
         "rabbit",
+        "rabbit-other",
         "keystone",
         "token",
         "join",

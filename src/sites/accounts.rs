@@ -53,7 +53,12 @@ impl NodeAccounts for ControlPlaneAccounts {
             keystone_password: generate_password(),
             username: user.clone(),
         };
-        provision::ensure_rabbit_account(&self.host, &user, &creds.rabbit_password)?;
+        provision::ensure_rabbit_account(
+            &self.host,
+            &user,
+            &creds.rabbit_password,
+            &provision::RabbitPermissions::compute_node(hostname),
+        )?;
         provision::ensure_keystone_account(&self.cloud()?, &user, &creds.keystone_password)?;
         Ok(creds)
     }

@@ -112,7 +112,12 @@ impl Step for RabbitUsers {
                 .args(["delete_user", "guest"])
                 .unchecked(),
         )?;
-        crate::sites::provision::ensure_rabbit_account(ctx.host, "openstack", &self.password)
+        crate::sites::provision::ensure_rabbit_account(
+            ctx.host,
+            "openstack",
+            &self.password,
+            &crate::sites::provision::RabbitPermissions::all(),
+        )
     }
 }
 
