@@ -37,6 +37,20 @@ pub fn certs_from_pem(pem: &str) -> Result<Vec<CertificateDer<'static>>> {
     Ok(out)
 }
 
+/// A TLS server configuration presenting `cert_pem` (the leaf first, then
+/// any intermediates) with its PKCS#8 `key_pem`; `what` names the server in
+/// errors.
+pub fn server_config(cert_pem: &str, key_pem: &str, what: &str) -> Result<rustls::ServerConfig> {
+    let key = rcgen::KeyPair::from_pem(key_pem).with_context(|| format!("reading {what}'s key"))?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(certs_from_pem(cert_pem)?, key)
+        .with_context(|| format!("building {what}'s TLS configuration"))
+}
+
 /// A TLS client config that trusts exactly the CA certificates in `ca_pem`.
 pub fn client_config_with_ca(ca_pem: &str) -> Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();

@@ -142,6 +142,14 @@ pub struct ImageServeArgs {
     /// this server through one NAT address
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_per_client: u32,
+    /// Serve HTTPS with this certificate (PEM, the leaf first): an ISO with
+    /// a node's payload holds a join token, which plain HTTP exposes to the
+    /// network between this host and the BMC
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM, PKCS#8); readable by its owner only
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 fn parse_pin(s: &str) -> Result<crate::pki::Pin, String> {

@@ -150,14 +150,7 @@ fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
         .files
         .read_string(&crate::paths::leaf_key("join"))?
         .context("the join key is missing; run `dcn standalone init --phase secrets`")?;
-    let key = rcgen::KeyPair::from_pem(&key).context("reading the join key")?;
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    rustls::ServerConfig::builder_with_provider(crate::tls::provider())
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_no_client_auth()
-        .with_single_cert(crate::tls::certs_from_pem(&cert)?, key)
-        .context("building the join service's TLS configuration")
+    crate::tls::server_config(&cert, &key, "the join service")
 }
 
 /// The join service's answer to a join request body.

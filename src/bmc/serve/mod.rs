@@ -43,11 +43,15 @@ pub fn serve_images(args: &crate::cli::bmc::ImageServeArgs) -> Result<()> {
         max_per_client: args.max_per_client as usize,
         ..Limits::default()
     };
-    let server = ImageServer::bind(&args.dir, args.listen)?.with_limits(limits);
+    let mut server = ImageServer::bind(&args.dir, args.listen)?.with_limits(limits);
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        server = server.with_tls(tls_from_files(cert, key)?);
+    }
     let addr = server.local_addr()?;
     let files = server.files();
+    let scheme = server.scheme();
     tracing::info!(
-        "Serving {} read-only on http://{addr}/ ({} file(s){}). A BMC must reach this address: give it a URL such as http://<this host's address on the BMC network>:{}/{}",
+        "Serving {} read-only on {scheme}://{addr}/ ({} file(s){}). A BMC must reach this address: give it a URL such as {scheme}://<this host's address on the BMC network>:{}/{}",
         server.root.display(),
         files.len(),
         if files.is_empty() {
@@ -61,11 +65,44 @@ pub fn serve_images(args: &crate::cli::bmc::ImageServeArgs) -> Result<()> {
     server.run()
 }
 
+/// The TLS configuration from `--tls-cert` and `--tls-key`; a key others
+/// may read is refused (it would let them pose as this server).
+fn tls_from_files(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(key)
+        .with_context(|| format!("--tls-key {}", key.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        bail!(
+            "--tls-key {} may be read by other users (mode {:o}): `chmod 600 {}`",
+            key.display(),
+            mode & 0o777,
+            key.display()
+        );
+    }
+    // PEM files of a few kilobytes; a path to something endless is cut off.
+    let read = |p: &Path, what: &str| -> Result<String> {
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(p)
+            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
+            .with_context(|| format!("reading {what} {}", p.display()))?;
+        Ok(text)
+    };
+    let cert_pem = read(cert, "--tls-cert")?;
+    let key_pem = read(key, "--tls-key")?;
+    crate::tls::server_config(&cert_pem, &key_pem, "the image server")
+        .context("--tls-cert and --tls-key must be a PEM certificate and its PKCS#8 key")
+}
+
 /// A bound image server.
 pub struct ImageServer {
     listener: TcpListener,
     root: PathBuf,
     limits: Limits,
+    /// HTTPS when set: ISOs with a node's payload carry a join token.
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl ImageServer {
@@ -87,6 +124,7 @@ impl ImageServer {
             listener,
             root,
             limits: Limits::default(),
+            tls: None,
         })
     }
 
@@ -94,6 +132,19 @@ impl ImageServer {
     pub fn with_limits(mut self, limits: Limits) -> ImageServer {
         self.limits = limits;
         self
+    }
+
+    /// Serve HTTPS with this configuration instead of HTTP. The handshake
+    /// must finish within the head deadline, and the slow-reader bound
+    /// counts the bytes on the wire.
+    pub fn with_tls(mut self, config: rustls::ServerConfig) -> ImageServer {
+        self.tls = Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)));
+        self
+    }
+
+    /// `https` or `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr> {
@@ -129,6 +180,7 @@ impl ImageServer {
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
         let root: Arc<Path> = self.root.into();
         let limits = Arc::new(self.limits);
+        let tls = self.tls;
         let admission = Admission::new(limits.max_connections, limits.max_per_client);
         let (refusals, accept_errors) = (
             Throttle::new(Duration::from_secs(10)),
@@ -149,8 +201,8 @@ impl ImageServer {
             };
             match admission.admit(peer.ip()) {
                 Ok(ticket) => {
-                    let (root, limits) = (root.clone(), limits.clone());
-                    tokio::spawn(serve_connection(stream, peer, ticket, root, limits));
+                    let (root, limits, tls) = (root.clone(), limits.clone(), tls.clone());
+                    tokio::spawn(serve_connection(stream, peer, ticket, root, limits, tls));
                 }
                 Err(why) => {
                     if let Some(held) = refusals.allow() {
@@ -187,10 +239,35 @@ async fn serve_connection(
     _ticket: Ticket,
     root: Arc<Path>,
     limits: Arc<Limits>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let _ = stream.set_nodelay(true);
     let progress = Arc::new(meter::Progress::default());
-    let io = TokioIo::new(meter::Metered::new(stream, progress.clone()));
+    let metered = meter::Metered::new(stream, progress.clone());
+    let Some(tls) = tls else {
+        return serve_http(metered, peer, root, &limits, &progress).await;
+    };
+    match tokio::time::timeout(limits.head_timeout, tls.accept(metered)).await {
+        Ok(Ok(stream)) => serve_http(stream, peer, root, &limits, &progress).await,
+        Ok(Err(e)) => tracing::info!("{peer}: TLS handshake failed: {e}"),
+        Err(_) => tracing::info!(
+            "{peer}: closing the connection: no TLS handshake within {}s",
+            limits.head_timeout.as_secs()
+        ),
+    }
+}
+
+/// HTTP/1.1 over `io` (plain or TLS), under the limits.
+async fn serve_http<S>(
+    io: S,
+    peer: SocketAddr,
+    root: Arc<Path>,
+    limits: &Limits,
+    progress: &Arc<meter::Progress>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(io);
     let service = hyper::service::service_fn(move |req| {
         let root = root.clone();
         async move { Ok::<_, std::convert::Infallible>(respond::respond(req, root, peer).await) }
@@ -206,7 +283,7 @@ async fn serve_connection(
         r = conn => if let Err(e) = r {
             tracing::debug!("{peer}: {e}");
         },
-        why = meter::watchdog(&progress, limits.stall_window, limits.min_bytes) => {
+        why = meter::watchdog(progress, limits.stall_window, limits.min_bytes) => {
             tracing::info!("{peer}: closing the connection: {why}");
         }
     }
