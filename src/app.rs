@@ -468,6 +468,28 @@ fn site(cmd: SiteCommand) -> Result<ExitCode> {
                 }
             }
         }
+        SiteCommand::Deploy(args) => {
+            let report = crate::site_deploy::run(
+                &host,
+                &crate::site_deploy::DeployOptions {
+                    inventory: args.inventory,
+                    nodes: args.nodes,
+                    parallel: args.parallel as usize,
+                    limits: crate::site_deploy::node::Limits {
+                        install: args.install_timeout,
+                        join: args.join_timeout,
+                        poll: std::time::Duration::from_secs(5),
+                    },
+                },
+            )?;
+            match args.output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                OutputFormat::Text => print!("{}", report.table()),
+            }
+            if !report.success() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         SiteCommand::Revoke { site } => {
             crate::sites::admin::revoke_site(&host, site.as_str())?;
             println!(

@@ -31,6 +31,7 @@ pub mod recipes;
 pub mod reset;
 pub mod secrets;
 pub mod serve;
+pub mod site_deploy;
 pub mod sites;
 pub mod standalone;
 pub mod status;

@@ -32,7 +32,7 @@ pub use boot::{BootReport, BootRequest, boot};
 pub use client::{Client, ClientOptions, Retry};
 pub use discover::{Slot, System, cd_slot, find_system, virtual_media};
 pub use error::RedfishError;
-pub use power::Power;
+pub use power::{Power, reset};
 pub use serve::{ImageServer, Limits as ImageServerLimits, serve_images};
 pub use status::{Status, status};
 

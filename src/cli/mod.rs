@@ -197,6 +197,37 @@ pub enum SiteCommand {
         /// The site
         site: crate::config::types::SiteName,
     },
+    /// Deploy an edge site from its inventory: each node's BMC boots its own ISO, which installs and joins
+    ///
+    /// On the control plane. Exports a join bundle (or reuses the last
+    /// deploy's while it is good), embeds it with each node's config into a
+    /// copy of the inventory's ISO, serves the copies, boots each node from
+    /// them through its BMC, ejects the media once the node reports its disk
+    /// written, and follows it until it is placed in the site's zone.
+    /// Progress goes to stderr, a table to stdout. Running it again resumes:
+    /// placed nodes are left alone, failed ones retried from where they
+    /// failed.
+    Deploy(SiteDeployArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SiteDeployArgs {
+    /// The site inventory (kind SiteInventory; `dcn config validate` checks it)
+    pub inventory: PathBuf,
+    /// Only these nodes (comma-separated host names)
+    #[arg(long, value_delimiter = ',', value_name = "HOST,...")]
+    pub nodes: Vec<String>,
+    /// Nodes driven at once
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    /// How long a node may take from power-on until its disk is written
+    #[arg(long, value_name = "DURATION", default_value = "60m", value_parser = humantime::parse_duration)]
+    pub install_timeout: std::time::Duration,
+    /// How long a node may take from its disk written until it is placed
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub join_timeout: std::time::Duration,
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Subcommand)]

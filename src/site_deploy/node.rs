@@ -1,0 +1,296 @@
+//! One node's deploy, from where it stands: boot its ISO through its BMC,
+//! wait for the installer to say the disk is written, eject the media (the
+//! installer reboots into the disk), and follow the node until the centre
+//! has placed it in its site's zone. Every step is recorded at the centre
+//! beside what the node reports ([`super::watch`]), so `dcn site status`
+//! shows the whole story, and a re-run knows where to resume
+//! ([`super::plan`]).
+
+use super::plan::Start;
+use super::watch::{self, Seen};
+use crate::sites::progress::Phase;
+use crate::bmc::{self, BootRequest, Client, ClientOptions};
+use crate::config::NodeConfig;
+use crate::host::Files;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What the deploy needs to reach one node.
+pub struct NodeTarget {
+    pub config: NodeConfig,
+    /// How to log in to its BMC (the password already read).
+    pub bmc: ClientOptions,
+    /// The system on the BMC, when it manages several.
+    pub system: Option<String>,
+}
+
+impl NodeTarget {
+    pub fn hostname(&self) -> &str {
+        self.config.hostname.as_str()
+    }
+}
+
+/// What every node's run shares.
+pub struct Context<'a> {
+    pub files: &'a Files,
+    pub site: &'a str,
+    /// The generic edge ISO.
+    pub iso: &'a Path,
+    pub bundle: &'a Path,
+    pub ca_pin: &'a str,
+    /// The media server's base URL.
+    pub media_url: &'a str,
+    pub limits: Limits,
+}
+
+/// How long each stretch may take (software emulation is slow: the
+/// defaults leave room for it).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From power-on until the installer reports the disk written.
+    pub install: Duration,
+    /// From the disk written until the node is placed.
+    pub join: Duration,
+    /// How often the centre's records are read.
+    pub poll: Duration,
+}
+
+/// How a node's run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "result")]
+pub enum Outcome {
+    /// Placed before this run: nothing was done.
+    AlreadyPlaced,
+    Placed,
+    Failed { phase: String, reason: String },
+}
+
+/// One node's run: its outcome and the time of each stretch.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRun {
+    pub hostname: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// `(stretch, seconds)` in order, e.g. `("bmc", 14.2)`.
+    pub stretches: Vec<(String, f64)>,
+    pub seconds: f64,
+}
+
+/// Run one node from `start`. Failures are recorded at the centre and
+/// returned in the outcome; they never stop the other nodes.
+pub fn run(ctx: &Context, node: &NodeTarget, start: Start) -> NodeRun {
+    let started = Instant::now();
+    let mut stretches = Vec::new();
+    let outcome = match drive(ctx, node, start, &mut stretches) {
+        Ok(o) => o,
+        Err(Failure { phase, error }) => {
+            let reason = format!("{error:#}");
+            say(node, &format!("FAILED in {phase}: {reason}"));
+            if let Err(e) = watch::fail(ctx.files, ctx.site, node.hostname(), &phase, &reason) {
+                tracing::warn!("recording {}'s failure: {e:#}", node.hostname());
+            }
+            Outcome::Failed { phase, reason }
+        }
+    };
+    NodeRun {
+        hostname: node.hostname().to_string(),
+        outcome,
+        stretches,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// An error and the phase it happened in.
+struct Failure {
+    phase: String,
+    error: anyhow::Error,
+}
+
+fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
+    move |error| Failure {
+        phase: phase.to_string(),
+        error,
+    }
+}
+
+fn say(node: &NodeTarget, line: &str) {
+    tracing::info!("{}: {line}", node.hostname());
+}
+
+fn drive(
+    ctx: &Context,
+    node: &NodeTarget,
+    start: Start,
+    stretches: &mut Vec<(String, f64)>,
+) -> Result<Outcome, Failure> {
+    let mut timed = |name: &str, t: Instant| stretches.push((name.into(), t.elapsed().as_secs_f64()));
+    match start {
+        Start::Placed => {
+            say(node, "already placed; left alone");
+            return Ok(Outcome::AlreadyPlaced);
+        }
+        Start::Boot => {
+            let t = Instant::now();
+            let media = media_for(ctx, node).map_err(at("media"))?;
+            timed("media", t);
+            let t = Instant::now();
+            let url = format!("{}/{}", ctx.media_url, media);
+            boot(ctx, node, &url).map_err(at("powered-on"))?;
+            timed("bmc", t);
+            let t = Instant::now();
+            wait(ctx, node, "the disk to be written", ctx.limits.install, |s| {
+                s.on_disk
+            })?;
+            timed("install", t);
+            let t = Instant::now();
+            eject(ctx, node).map_err(at("media-ejected"))?;
+            timed("eject", t);
+        }
+        Start::Reset => {
+            // The installed system is on the disk: a reset makes its
+            // first-boot join run again.
+            let t = Instant::now();
+            reset(ctx, node).map_err(at("powered-on"))?;
+            timed("bmc", t);
+        }
+        Start::Follow => say(node, "already under way; following it"),
+    }
+    let t = Instant::now();
+    wait(ctx, node, "the node to be placed", ctx.limits.join, |s| {
+        s.placed
+    })?;
+    timed("join", t);
+    // Placed: its ISO (which holds a token) is no longer needed.
+    let dir = ctx
+        .files
+        .host_path(&super::media::media_dir(ctx.site))
+        .map_err(at("placed"))?;
+    super::media::remove_for(&dir, node.hostname()).map_err(at("placed"))?;
+    Ok(Outcome::Placed)
+}
+
+/// Make the node's ISO; returns its file name.
+fn media_for(ctx: &Context, node: &NodeTarget) -> Result<String> {
+    let mut config = node.config.clone();
+    config.join.ca_pin = Some(ctx.ca_pin.parse().context("the bundle's CA pin")?);
+    let media = super::media::prepare(ctx.files, ctx.site, ctx.iso, ctx.bundle, &config)?;
+    say(
+        node,
+        &format!(
+            "ISO ready ({} payload bytes written in {:.0} ms)",
+            media.report.payload_bytes,
+            media.report.write_seconds * 1000.0
+        ),
+    );
+    Ok(media.file_name)
+}
+
+fn connect(node: &NodeTarget) -> Result<(Client, bmc::System)> {
+    let client = Client::new(&node.bmc)
+        .with_context(|| format!("connecting to the BMC at {}", node.bmc.url))?;
+    let system = bmc::find_system(&client, node.system.as_deref())
+        .with_context(|| format!("logging in to the BMC at {}", node.bmc.url))?;
+    Ok((client, system))
+}
+
+fn boot(ctx: &Context, node: &NodeTarget, url: &str) -> Result<()> {
+    let (client, system) = connect(node)?;
+    let report = bmc::boot(
+        &client,
+        &system,
+        &BootRequest {
+            image_url: url.to_string(),
+            allow_continuous: false,
+            media_timeout: Duration::from_secs(600),
+            power_timeout: Duration::from_secs(120),
+        },
+    )?;
+    watch::record(ctx.files, ctx.site, node.hostname(), Phase::MediaInserted, &report.virtual_media)?;
+    watch::record(
+        ctx.files,
+        ctx.site,
+        node.hostname(),
+        Phase::PoweredOn,
+        &format!("{} ({})", report.reset_type, report.boot_target),
+    )?;
+    say(node, &format!("booting its ISO ({} requested)", report.reset_type));
+    Ok(())
+}
+
+fn eject(ctx: &Context, node: &NodeTarget) -> Result<()> {
+    let (client, system) = connect(node)?;
+    let lines = bmc::eject(&client, &system)?;
+    watch::record(ctx.files, ctx.site, node.hostname(), Phase::MediaEjected, "")?;
+    say(node, &lines.join(" "));
+    Ok(())
+}
+
+fn reset(ctx: &Context, node: &NodeTarget) -> Result<()> {
+    let (client, system) = connect(node)?;
+    // The media out first, or the reset could boot the installer again.
+    bmc::eject(&client, &system)?;
+    let system = system.reload(&client)?;
+    let what = bmc::reset(&client, &system, bmc::Power::Reset { graceful: false })?;
+    watch::record(
+        ctx.files,
+        ctx.site,
+        node.hostname(),
+        Phase::PoweredOn,
+        &format!("{what}: boots the installed system"),
+    )?;
+    say(node, &format!("{what} requested: its installed system joins again"));
+    Ok(())
+}
+
+/// Poll the centre's records until `done`, a failure the node reported,
+/// silence past the bound, or `limit`.
+fn wait(
+    ctx: &Context,
+    node: &NodeTarget,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&Seen) -> bool,
+) -> Result<(), Failure> {
+    let started = Instant::now();
+    let mut last = String::new();
+    loop {
+        let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
+        if seen.phase != last {
+            say(node, &seen.phase);
+            last = seen.phase.clone();
+        }
+        if done(&seen) {
+            return Ok(());
+        }
+        if let Some(reason) = seen.failed {
+            return Err(Failure {
+                phase: "node".into(),
+                error: anyhow::anyhow!("the node reported: {reason}"),
+            });
+        }
+        if seen.silent {
+            return Err(Failure {
+                phase: seen.phase.clone(),
+                error: anyhow::anyhow!(
+                    "the node has reported nothing for {} (last: {}); see its console through the BMC",
+                    humantime::format_duration(Duration::from_secs(seen.quiet_seconds)),
+                    seen.phase
+                ),
+            });
+        }
+        if started.elapsed() > limit {
+            return Err(Failure {
+                phase: seen.phase.clone(),
+                error: anyhow::anyhow!(
+                    "waited {} for {what} (last: {}); raise the limit if the hardware is slow",
+                    humantime::format_duration(limit),
+                    seen.phase
+                ),
+            });
+        }
+        std::thread::sleep(ctx.limits.poll);
+    }
+}

@@ -1,0 +1,92 @@
+//! What the deploy reads and writes of a node's progress at the centre
+//! ([`crate::sites::progress`], where the join service keeps what nodes
+//! report) and of its place in the registry (placed is the registry's
+//! word, not a report's).
+
+use crate::host::Files;
+use crate::sites::progress::{self, Phase};
+use crate::sites::{NodeState, Registry};
+use anyhow::{Result, bail};
+use std::time::SystemTime;
+
+/// A node as the deploy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The phase it is in (`-` with no record).
+    pub phase: String,
+    /// Nothing recorded at all.
+    pub none: bool,
+    /// The installer reported the disk written after the last time the
+    /// deploy inserted its media: the disk holds the installed system.
+    pub on_disk: bool,
+    /// The registry says placed.
+    pub placed: bool,
+    /// The last thing recorded is a failure, with this reason.
+    pub failed: Option<String>,
+    /// Not done, and silent past the bound.
+    pub silent: bool,
+    /// Seconds since anything was recorded.
+    pub quiet_seconds: u64,
+}
+
+/// How `hostname` stands now.
+pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
+    let placed = Registry::new(files)
+        .node(hostname)?
+        .is_some_and(|n| n.state == NodeState::Placed);
+    let now = SystemTime::now();
+    let Some(rec) = progress::read(files, hostname)? else {
+        return Ok(Seen {
+            phase: "-".into(),
+            none: true,
+            on_disk: false,
+            placed,
+            failed: None,
+            silent: false,
+            quiet_seconds: 0,
+        });
+    };
+    let current = rec.current().map(|e| e.phase);
+    let failed = (current == Some(Phase::Failed)).then(|| {
+        rec.last_error
+            .as_ref()
+            .map_or_else(|| "(no reason given)".to_string(), |e| e.reason.clone())
+    });
+    let on_disk = rec
+        .history
+        .iter()
+        .rev()
+        .take_while(|e| e.phase != Phase::MediaInserted)
+        .any(|e| e.phase == Phase::DiskWritten);
+    let quiet_seconds = crate::timefmt::parse_rfc3339(&rec.updated_at)
+        .ok()
+        .and_then(|t| now.duration_since(t).ok())
+        .map_or(0, |d| d.as_secs());
+    Ok(Seen {
+        phase: rec.shown_phase(now),
+        none: rec.history.is_empty(),
+        on_disk,
+        placed,
+        failed,
+        silent: rec.is_silent(now),
+        quiet_seconds,
+    })
+}
+
+/// Record a phase the deploy caused (`media-inserted`, `powered-on`,
+/// `media-ejected`).
+pub fn record(files: &Files, site: &str, hostname: &str, phase: Phase, detail: &str) -> Result<()> {
+    if phase == Phase::Failed {
+        bail!("internal error: failures are recorded with `fail`");
+    }
+    let detail = (!detail.is_empty()).then_some(detail);
+    progress::record_at_centre(files, site, hostname, phase, detail, &[])?;
+    Ok(())
+}
+
+/// Record that the deploy failed `hostname` in `stretch` for `reason`.
+pub fn fail(files: &Files, site: &str, hostname: &str, stretch: &str, reason: &str) -> Result<()> {
+    let detail = format!("site deploy, {stretch}: {reason}");
+    progress::record_at_centre(files, site, hostname, Phase::Failed, Some(&detail), &[])?;
+    Ok(())
+}
