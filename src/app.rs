@@ -13,8 +13,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Config(ConfigCommand::Validate { file }) => {
-            crate::config::load_standalone(&file)?;
-            println!("{}: valid", file.display());
+            println!("{}", crate::config::validate_file(&file)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Preflight(args) => preflight(args),

@@ -59,6 +59,56 @@ fn config_defaults_validate_and_errors() {
 }
 
 #[test]
+fn config_validate_reads_a_site_inventory() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/images/edge/site.example.yaml");
+    let out = dcn(&["config", "validate", example]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("{example}: valid SiteInventory for site edge1, 2 nodes\n")
+    );
+
+    let text = std::fs::read_to_string(example).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.yaml");
+    for (from, to, says) in [
+        // A merged node's NodeConfig check, named by its place in the inventory.
+        (
+            "    interfaces:\n      - name: eno1\n        addresses: [10.240.1.21/24]\n        gateway: 10.240.1.1",
+            "    interfaces:\n      - name: eno1\n        addresses: [10.240.1.21/24]\n        gateway: 10.9.0.1",
+            vec!["site.yaml: nodes[1].interfaces[0].gateway: 10.9.0.1 is not in the subnet"],
+        ),
+        (
+            "passwordEnv: EDGE1_N2_BMC_PASSWORD",
+            "password: hunter2-secret",
+            vec![
+                "site.yaml:{line}:9: nodes[1].bmc.credentials.password: a password is never written in the inventory",
+                "`passwordFile`",
+                "`passwordEnv`",
+            ],
+        ),
+        (
+            "hostname: edge1-n2",
+            "hostname: edge1-n1",
+            vec!["nodes[1].hostname: edge1-n1 is also the host name of nodes[0]"],
+        ),
+    ] {
+        let line = text[..text.find(from).expect(from)].matches('\n').count() + 1;
+        std::fs::write(&file, text.replace(from, to)).unwrap();
+        let out = dcn(&["config", "validate", file.to_str().unwrap()]);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        for part in says {
+            let part = part.replace("{line}", &line.to_string());
+            assert!(err.contains(&part), "{part} not in {err}");
+        }
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(stdout(&out).is_empty(), "errors go to stderr");
+    }
+    assert_eq!(listing(dir.path()), ["site.yaml"]);
+}
+
+#[test]
 fn verify_with_the_right_pin_passes() {
     let dir = tempfile::tempdir().unwrap();
     let ca = dcn::pki::CertificateAuthority::generate("cli test CA").unwrap();

@@ -35,6 +35,7 @@ pub use error::RedfishError;
 pub use power::{Power, reset};
 pub use serve::{ImageServer, Limits as ImageServerLimits, serve_images};
 pub use status::{Status, status};
+pub(crate) use transport::{OriginError, origin};
 
 use crate::cli::OutputFormat;
 use crate::cli::bmc::{BmcArgs, BmcCommand, BmcTlsArgs, PowerAction};

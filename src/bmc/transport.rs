@@ -5,7 +5,7 @@
 //! the same host and port would otherwise carry the Basic-auth header over
 //! plain HTTP), and every answer's body is read up to a cap.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use reqwest::Url;
 use std::io::Read;
 
@@ -98,28 +98,53 @@ pub fn read_capped(resp: reqwest::blocking::Response, cap: usize) -> Result<Vec<
     Ok(body)
 }
 
-/// The origin of an operator's BMC address: `10.0.0.5` → `https://10.0.0.5/`.
-pub(crate) fn base_url(given: &str) -> Result<Url> {
+/// Why a BMC address is refused. Each caller words it for where the address
+/// came from (`--bmc`, an inventory's `bmc.endpoint`); none of them echoes
+/// the address, which may hold a password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginError {
+    /// Not a URL (the parser's reason).
+    Syntax(String),
+    /// A user or password in the URL.
+    Credentials,
+    /// A scheme other than https or http.
+    Scheme(String),
+    NoHost,
+}
+
+/// The origin of a BMC address: `10.0.0.5` → `https://10.0.0.5/`; a path
+/// is dropped (the client follows links from `/redfish/v1/`).
+pub fn origin(given: &str) -> Result<Url, OriginError> {
     let with_scheme = if given.contains("://") {
         given.to_string()
     } else {
         format!("https://{given}")
     };
-    let url = Url::parse(&with_scheme)
-        .map_err(|e| anyhow!("--bmc must look like https://HOST[:PORT] ({e})"))?;
+    let url = Url::parse(&with_scheme).map_err(|e| OriginError::Syntax(e.to_string()))?;
     if !url.username().is_empty() || url.password().is_some() {
-        // Not echoing the URL: it holds credentials.
-        bail!(
-            "--bmc must not carry credentials: give the user with --username and the password in --password-file or DCN_BMC_PASSWORD"
-        );
+        return Err(OriginError::Credentials);
     }
     if !matches!(url.scheme(), "https" | "http") {
-        bail!("--bmc must be an https:// URL, not {}://", url.scheme());
+        return Err(OriginError::Scheme(url.scheme().to_string()));
     }
-    let host = url.host_str().context("--bmc has no host")?;
-    let mut base = Url::parse(&format!("{}://{host}/", url.scheme()))?;
+    let host = url.host_str().ok_or(OriginError::NoHost)?;
+    let mut base = Url::parse(&format!("{}://{host}/", url.scheme()))
+        .map_err(|e| OriginError::Syntax(e.to_string()))?;
     base.set_port(url.port()).ok();
     Ok(base)
+}
+
+/// The origin of an operator's `--bmc` address (see [`origin`]).
+pub(crate) fn base_url(given: &str) -> Result<Url> {
+    origin(given).map_err(|e| match e {
+        OriginError::Syntax(why) => anyhow!("--bmc must look like https://HOST[:PORT] ({why})"),
+        // Not echoing the URL: it holds credentials.
+        OriginError::Credentials => anyhow!(
+            "--bmc must not carry credentials: give the user with --username and the password in --password-file or DCN_BMC_PASSWORD"
+        ),
+        OriginError::Scheme(s) => anyhow!("--bmc must be an https:// URL, not {s}://"),
+        OriginError::NoHost => anyhow!("--bmc has no host"),
+    })
 }
 
 /// The error for an answer over [`MAX_BODY`].

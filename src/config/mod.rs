@@ -3,11 +3,13 @@
 //! fields, wrong types and bad values are errors that name the file, line and
 //! field path.
 
+pub mod inventory;
 pub mod node;
 mod package_source;
 mod standalone;
 pub mod types;
 
+pub use inventory::{SiteInventory, load_inventory, parse_inventory};
 pub use node::{NodeConfig, load_node, parse_node};
 pub use standalone::*;
 
@@ -124,6 +126,67 @@ pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
 pub fn parse_standalone(text: &str, file: &str) -> Result<StandaloneConfig, ConfigError> {
     check_header(text, file, "StandaloneConfig")?;
     parse(text, file)
+}
+
+/// The kinds `dcn config validate` reads.
+pub const KINDS: [&str; 3] = ["StandaloneConfig", "NodeConfig", "SiteInventory"];
+
+/// `dcn config validate FILE`: read and check a config of any kind in
+/// [`KINDS`] (chosen by its `kind`); a line saying what it is.
+pub fn validate_file(path: &Path) -> anyhow::Result<String> {
+    let file = path.display().to_string();
+    let text = crate::yaml::read_file(path)
+        .map_err(|e| anyhow::anyhow!("cannot read config file {file}: {e}"))?;
+    Ok(validate_text(&text, &file)?)
+}
+
+/// [`validate_file`] on `text`, named `file` in errors.
+pub fn validate_text(text: &str, file: &str) -> Result<String, ConfigError> {
+    match kind_of(text, file)?.as_str() {
+        "StandaloneConfig" => {
+            parse_standalone(text, file)?;
+            Ok(format!("{file}: valid StandaloneConfig"))
+        }
+        "NodeConfig" => {
+            let node = parse_node(text, file)?;
+            Ok(format!("{file}: valid NodeConfig for {}", node.hostname))
+        }
+        _ => {
+            let inv = parse_inventory(text, file)?;
+            let n = inv.nodes.len();
+            let s = if n == 1 { "" } else { "s" };
+            Ok(format!(
+                "{file}: valid SiteInventory for site {}, {n} node{s}",
+                inv.site
+            ))
+        }
+    }
+}
+
+/// The file's `kind`, one of [`KINDS`].
+fn kind_of(text: &str, file: &str) -> Result<String, ConfigError> {
+    check_limits(text, file)?;
+    let err = |message: String| ConfigError {
+        file: file.to_string(),
+        line: None,
+        column: None,
+        path: "kind".to_string(),
+        message,
+    };
+    let kinds = KINDS.join(", ");
+    let value: serde_yaml::Value = parse(text, file)?;
+    let Some(map) = value.as_mapping() else {
+        return Err(err(format!(
+            "not a dcn config: a dcn config is a mapping that starts with `apiVersion: dcn/v1alpha1` and a `kind` ({kinds})"
+        )));
+    };
+    match map.get("kind").map(|k| k.as_str()) {
+        Some(Some(k)) if KINDS.contains(&k) => Ok(k.to_string()),
+        Some(_) => Err(err(format!(
+            "unknown kind: `dcn config validate` reads {kinds}"
+        ))),
+        None => Err(err(format!("missing; add `kind:` with one of {kinds}"))),
+    }
 }
 
 /// Check `apiVersion` and `kind` before the body.

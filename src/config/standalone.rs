@@ -202,7 +202,9 @@ pub struct BundleDefaults {
 
 /// A TTL within the range `dcn bundle export` accepts, refused while the
 /// file is read so the error has the field's line.
-fn bundle_ttl<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HumanDuration, D::Error> {
+pub(super) fn bundle_ttl<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<HumanDuration, D::Error> {
     let ttl = HumanDuration::deserialize(d)?;
     crate::bundle::limits::check_ttl(ttl.0).map_err(serde::de::Error::custom)?;
     Ok(ttl)

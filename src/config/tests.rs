@@ -263,3 +263,49 @@ fn standalone_and_node_configs_are_bounded_before_serde_yaml_reads_them() {
         "{e}"
     );
 }
+
+#[test]
+fn validate_reads_each_kind_by_its_kind() {
+    let inventory = include_str!("../../images/edge/site.example.yaml");
+    let node = include_str!("../../images/edge/node.example.yaml");
+    for (text, said) in [
+        (STANDALONE_DEFAULTS, "f.yaml: valid StandaloneConfig"),
+        (node, "f.yaml: valid NodeConfig for edge1-node1"),
+        (
+            inventory,
+            "f.yaml: valid SiteInventory for site edge1, 2 nodes",
+        ),
+    ] {
+        assert_eq!(validate_text(text, "f.yaml").unwrap(), said);
+    }
+    let refused: &[(&str, &str, &str)] = &[
+        (
+            "apiVersion: dcn/v1alpha1\n",
+            "kind",
+            "missing; add `kind:` with one of StandaloneConfig, NodeConfig, SiteInventory",
+        ),
+        (
+            "apiVersion: dcn/v1alpha1\nkind: Pod\n",
+            "kind",
+            "unknown kind: `dcn config validate` reads StandaloneConfig",
+        ),
+        ("- a\n- b\n", "kind", "not a dcn config"),
+        ("", "kind", "not a dcn config"),
+        (
+            "apiVersion: dcn/v2\nkind: SiteInventory\n",
+            "apiVersion",
+            "unsupported apiVersion",
+        ),
+        (
+            "apiVersion: dcn/v1alpha1\nkind: SiteInventory\nsite: [a\n",
+            "site",
+            "did not find expected",
+        ),
+    ];
+    for (text, path, msg) in refused {
+        let e = validate_text(text, "f.yaml").unwrap_err();
+        assert_eq!(e.path, *path, "{text}: {e}");
+        assert_eq!(e.line.is_some(), *path == "site", "{text}: {e}");
+        assert!(e.message.contains(msg), "{text}: {e}");
+    }
+}

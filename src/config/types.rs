@@ -100,6 +100,28 @@ string_newtype!(
     }
 );
 
+string_newtype!(
+    /// An absolute path to a file on this host. Relative paths are refused:
+    /// they would depend on the directory dcn happens to run in.
+    AbsolutePath,
+    |s| {
+        if s.is_empty() || s.len() > 4096 || s.contains('\0') {
+            Err("invalid path: write an absolute path of at most 4096 bytes".to_string())
+        } else if !s.starts_with('/') {
+            // Not repeating the value: a password put here by mistake stays unprinted.
+            Err("a relative path: write it from the root, e.g. /etc/dcn/bmc/edge1-n1.password".to_string())
+        } else {
+            Ok(())
+        }
+    }
+);
+
+impl AbsolutePath {
+    pub fn path(&self) -> &std::path::Path {
+        std::path::Path::new(&self.0)
+    }
+}
+
 fn check_hostname(s: &str) -> Result<(), String> {
     let bad = |why: &str| Err(format!("invalid hostname {s:?}: {why}"));
     if s.is_empty() || s.len() > 253 {
