@@ -90,12 +90,12 @@ pub struct MediaServer {
 }
 
 /// Serve the media directory on `listen` in a thread, for the rest of the
-/// process. `url` is how the BMCs reach it (default: from `listen`).
+/// process. `url` is how the BMCs reach it.
 pub fn serve(
     files: &Files,
     site: &str,
     listen: SocketAddr,
-    url: Option<&str>,
+    url: &str,
     tls: Option<rustls::ServerConfig>,
 ) -> Result<MediaServer> {
     let dir = files.host_path(&media_dir(site))?;
@@ -103,12 +103,7 @@ pub fn serve(
     if let Some(tls) = tls {
         server = server.with_tls(tls);
     }
-    let scheme = server.scheme();
-    let bound = server.local_addr()?;
-    let base_url = match url {
-        Some(u) => u.trim_end_matches('/').to_string(),
-        None => format!("{scheme}://{bound}"),
-    };
+    let base_url = url.trim_end_matches('/').to_string();
     std::thread::Builder::new()
         .name("media-server".into())
         .spawn(move || {

@@ -41,7 +41,7 @@ pub struct DeployOptions {
 /// changes anything: the inventory, the nodes asked for, each BMC password.
 pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
     let started = Instant::now();
-    let inventory = crate::config::read_inventory(&opts.inventory)?;
+    let inventory = crate::config::load_inventory(&opts.inventory)?;
     crate::deployment::Deployment::load(&host.files)?
         .filter(|d| d.roles.iter().any(|r| r == "controller"))
         .context("`dcn site deploy` runs on the control plane: run `dcn standalone init` first")?;
@@ -67,10 +67,10 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
     // The bundle and the media server, only when a node boots its ISO.
     let limits = opts.limits;
     let (bundle, media_url) = if booting > 0 {
-        if !inventory.image.is_file() {
+        if !inventory.image.path().is_file() {
             bail!(
                 "{}: no such ISO; build it with `dcn image build` and set `image` in {}",
-                inventory.image.display(),
+                inventory.image.path().display(),
                 opts.inventory.display()
             );
         }
@@ -98,7 +98,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
             &host.files,
             site.as_str(),
             inventory.media.listen,
-            inventory.media.url.as_deref(),
+            inventory.media.url().as_str(),
             tls,
         )?;
         tracing::info!("site {site}: node ISOs served at {}", server.base_url);
@@ -111,7 +111,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
     let ctx = node::Context {
         files: &host.files,
         site: site.as_str(),
-        iso: &inventory.image,
+        iso: inventory.image.path(),
         bundle: bundle.as_ref().map_or(&empty, |b| &b.path),
         ca_pin: bundle.as_ref().map_or("", |b| b.pin.as_str()),
         media_url: media_url.as_deref().unwrap_or(""),
@@ -166,7 +166,7 @@ fn run_all(
 /// The nodes asked for, with their BMC passwords read: an unknown name or
 /// a missing password stops the deploy before anything changed.
 fn targets(
-    inventory: &crate::config::SiteInventory,
+    inventory: &crate::config::inventory::SiteInventory,
     wanted: &[String],
 ) -> Result<Vec<NodeTarget>> {
     let known: Vec<&str> = inventory.nodes.iter().map(|n| n.hostname.as_str()).collect();
@@ -185,12 +185,14 @@ fn targets(
         }
         let host = n.hostname.as_str();
         out.push(NodeTarget {
-            config: inventory.node_config(host)?,
+            config: inventory
+                .node_config(host)
+                .with_context(|| format!("internal error: no config for {host}"))?,
             bmc: n
                 .bmc
                 .client_options(Duration::from_secs(30))
                 .with_context(|| format!("node {host}'s BMC"))?,
-            system: n.bmc.system.clone(),
+            system: n.bmc.system.as_ref().map(|s| s.as_str().to_string()),
         });
     }
     Ok(out)
