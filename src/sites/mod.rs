@@ -11,6 +11,7 @@ pub mod admin;
 pub mod export;
 pub mod health;
 pub mod ovn_access;
+pub mod phases;
 pub mod progress;
 pub mod provision;
 mod registry;
