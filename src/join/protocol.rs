@@ -215,10 +215,70 @@ pub struct ProgressReport {
     pub log: Vec<String>,
 }
 
+impl ProgressReport {
+    /// The report cut to what the control plane keeps (the detail and each
+    /// log line at most [`MAX_DETAIL`]/[`MAX_LOG_LINE`] characters, the last
+    /// [`MAX_LOG_LINES`] lines), and then to fewer lines until its JSON fits
+    /// in [`PROGRESS_MAX_BODY`].
+    pub fn bounded(mut self) -> ProgressReport {
+        let cut = |t: &str, max: usize| t.chars().take(max).collect::<String>();
+        self.hostname = cut(&self.hostname, 253);
+        self.detail = self.detail.map(|d| cut(&d, MAX_DETAIL));
+        let skip = self.log.len().saturating_sub(MAX_LOG_LINES);
+        self.log = self.log[skip..]
+            .iter()
+            .map(|l| cut(l, MAX_LOG_LINE))
+            .collect();
+        while !self.log.is_empty()
+            && serde_json::to_vec(&self).map_or(0, |v| v.len()) > PROGRESS_MAX_BODY
+        {
+            self.log.remove(0);
+        }
+        self
+    }
+}
+
 /// The reply to a recorded report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressAck {
     /// The node's current phase at the control plane now.
     pub phase: Phase,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_cut_to_what_the_service_accepts() {
+        let r = ProgressReport {
+            hostname: "n1".into(),
+            phase: Phase::Failed,
+            detail: Some("d".repeat(1000)),
+            // Escaped in JSON as 6 bytes each: 40 lines would be ~48 KiB.
+            log: (0..40).map(|_| "\u{1}".repeat(1000)).collect(),
+        }
+        .bounded();
+        assert_eq!(r.detail.unwrap().len(), MAX_DETAIL);
+        assert!(r.log.len() < MAX_LOG_LINES && !r.log.is_empty());
+        assert!(r.log.iter().all(|l| l.chars().count() == MAX_LOG_LINE));
+        let r2 = ProgressReport {
+            hostname: "n1".into(),
+            phase: Phase::Failed,
+            detail: None,
+            log: (0..40).map(|i| format!("line {i}")).collect(),
+        };
+        let json = serde_json::to_vec(&r2.clone().bounded()).unwrap();
+        assert!(json.len() <= PROGRESS_MAX_BODY);
+        assert_eq!(r2.bounded().log[0], "line 20", "the last lines are kept");
+        let names: Vec<String> = Phase::ALL
+            .iter()
+            .map(|p| serde_json::to_string(p).unwrap())
+            .collect();
+        assert_eq!(names[0], "\"media-inserted\"");
+        for (p, n) in Phase::ALL.iter().zip(&names) {
+            assert_eq!(format!("\"{p}\""), *n, "Display is the wire name");
+        }
+    }
 }
