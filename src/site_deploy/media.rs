@@ -46,7 +46,10 @@ pub fn prepare(
     let yaml = serde_yaml::to_string(node).context("writing the node config")?;
     let config_file = format!("{}/{hostname}.node.yaml", super::bundle::site_dir(site));
     files.write(&config_file, yaml.as_bytes(), &FileSpec::secret())?;
-    let file_name = format!("{hostname}-{}.iso", crate::secrets::random_string(16));
+    let file_name = format!(
+        "{hostname}-{}.iso",
+        crate::secrets::random_string(16, b"abcdefghijklmnopqrstuvwxyz0123456789")
+    );
     let path = host_dir.join(&file_name);
     let report = embed(
         iso,

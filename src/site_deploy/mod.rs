@@ -108,7 +108,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
     };
 
     let empty = PathBuf::new();
-    let ctx = node::Context {
+    let ctx = node::Run {
         files: &host.files,
         site: site.as_str(),
         iso: inventory.image.path(),
@@ -129,7 +129,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
 
 /// Run every node, `parallel` at a time; results in the inventory's order.
 fn run_all(
-    ctx: &node::Context,
+    ctx: &node::Run,
     targets: &[NodeTarget],
     starts: &[Start],
     parallel: usize,
@@ -169,7 +169,11 @@ fn targets(
     inventory: &crate::config::inventory::SiteInventory,
     wanted: &[String],
 ) -> Result<Vec<NodeTarget>> {
-    let known: Vec<&str> = inventory.nodes.iter().map(|n| n.hostname.as_str()).collect();
+    let known: Vec<&str> = inventory
+        .nodes
+        .iter()
+        .map(|n| n.hostname.as_str())
+        .collect();
     for w in wanted {
         if !known.contains(&w.as_str()) {
             bail!(

@@ -8,11 +8,11 @@
 
 use super::plan::Start;
 use super::watch::{self, Seen};
-use crate::sites::progress::Phase;
 use crate::bmc::{self, BootRequest, Client, ClientOptions};
 use crate::config::NodeConfig;
 use crate::host::Files;
-use anyhow::{Context, Result};
+use crate::sites::progress::Phase;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ impl NodeTarget {
 }
 
 /// What every node's run shares.
-pub struct Context<'a> {
+pub struct Run<'a> {
     pub files: &'a Files,
     pub site: &'a str,
     /// The generic edge ISO.
@@ -64,7 +64,10 @@ pub enum Outcome {
     /// Placed before this run: nothing was done.
     AlreadyPlaced,
     Placed,
-    Failed { phase: String, reason: String },
+    Failed {
+        phase: String,
+        reason: String,
+    },
 }
 
 /// One node's run: its outcome and the time of each stretch.
@@ -81,7 +84,7 @@ pub struct NodeRun {
 
 /// Run one node from `start`. Failures are recorded at the centre and
 /// returned in the outcome; they never stop the other nodes.
-pub fn run(ctx: &Context, node: &NodeTarget, start: Start) -> NodeRun {
+pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
     let started = Instant::now();
     let mut stretches = Vec::new();
     let outcome = match drive(ctx, node, start, &mut stretches) {
@@ -121,12 +124,13 @@ fn say(node: &NodeTarget, line: &str) {
 }
 
 fn drive(
-    ctx: &Context,
+    ctx: &Run,
     node: &NodeTarget,
     start: Start,
     stretches: &mut Vec<(String, f64)>,
 ) -> Result<Outcome, Failure> {
-    let mut timed = |name: &str, t: Instant| stretches.push((name.into(), t.elapsed().as_secs_f64()));
+    let mut timed =
+        |name: &str, t: Instant| stretches.push((name.into(), t.elapsed().as_secs_f64()));
     match start {
         Start::Placed => {
             say(node, "already placed; left alone");
@@ -141,9 +145,13 @@ fn drive(
             boot(ctx, node, &url).map_err(at("powered-on"))?;
             timed("bmc", t);
             let t = Instant::now();
-            wait(ctx, node, "the disk to be written", ctx.limits.install, |s| {
-                s.on_disk
-            })?;
+            wait(
+                ctx,
+                node,
+                "the disk to be written",
+                ctx.limits.install,
+                |s| s.on_disk,
+            )?;
             timed("install", t);
             let t = Instant::now();
             eject(ctx, node).map_err(at("media-ejected"))?;
@@ -173,9 +181,13 @@ fn drive(
 }
 
 /// Make the node's ISO; returns its file name.
-fn media_for(ctx: &Context, node: &NodeTarget) -> Result<String> {
+fn media_for(ctx: &Run, node: &NodeTarget) -> Result<String> {
     let mut config = node.config.clone();
-    config.join.ca_pin = Some(ctx.ca_pin.parse().context("the bundle's CA pin")?);
+    config.join.ca_pin = Some(
+        ctx.ca_pin
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("the bundle's CA pin: {e}"))?,
+    );
     let media = super::media::prepare(ctx.files, ctx.site, ctx.iso, ctx.bundle, &config)?;
     say(
         node,
@@ -196,7 +208,7 @@ fn connect(node: &NodeTarget) -> Result<(Client, bmc::System)> {
     Ok((client, system))
 }
 
-fn boot(ctx: &Context, node: &NodeTarget, url: &str) -> Result<()> {
+fn boot(ctx: &Run, node: &NodeTarget, url: &str) -> Result<()> {
     let (client, system) = connect(node)?;
     let report = bmc::boot(
         &client,
@@ -208,7 +220,13 @@ fn boot(ctx: &Context, node: &NodeTarget, url: &str) -> Result<()> {
             power_timeout: Duration::from_secs(120),
         },
     )?;
-    watch::record(ctx.files, ctx.site, node.hostname(), Phase::MediaInserted, &report.virtual_media)?;
+    watch::record(
+        ctx.files,
+        ctx.site,
+        node.hostname(),
+        Phase::MediaInserted,
+        &report.virtual_media,
+    )?;
     watch::record(
         ctx.files,
         ctx.site,
@@ -216,19 +234,28 @@ fn boot(ctx: &Context, node: &NodeTarget, url: &str) -> Result<()> {
         Phase::PoweredOn,
         &format!("{} ({})", report.reset_type, report.boot_target),
     )?;
-    say(node, &format!("booting its ISO ({} requested)", report.reset_type));
+    say(
+        node,
+        &format!("booting its ISO ({} requested)", report.reset_type),
+    );
     Ok(())
 }
 
-fn eject(ctx: &Context, node: &NodeTarget) -> Result<()> {
+fn eject(ctx: &Run, node: &NodeTarget) -> Result<()> {
     let (client, system) = connect(node)?;
     let lines = bmc::eject(&client, &system)?;
-    watch::record(ctx.files, ctx.site, node.hostname(), Phase::MediaEjected, "")?;
+    watch::record(
+        ctx.files,
+        ctx.site,
+        node.hostname(),
+        Phase::MediaEjected,
+        "",
+    )?;
     say(node, &lines.join(" "));
     Ok(())
 }
 
-fn reset(ctx: &Context, node: &NodeTarget) -> Result<()> {
+fn reset(ctx: &Run, node: &NodeTarget) -> Result<()> {
     let (client, system) = connect(node)?;
     // The media out first, or the reset could boot the installer again.
     bmc::eject(&client, &system)?;
@@ -241,14 +268,17 @@ fn reset(ctx: &Context, node: &NodeTarget) -> Result<()> {
         Phase::PoweredOn,
         &format!("{what}: boots the installed system"),
     )?;
-    say(node, &format!("{what} requested: its installed system joins again"));
+    say(
+        node,
+        &format!("{what} requested: its installed system joins again"),
+    );
     Ok(())
 }
 
 /// Poll the centre's records until `done`, a failure the node reported,
 /// silence past the bound, or `limit`.
 fn wait(
-    ctx: &Context,
+    ctx: &Run,
     node: &NodeTarget,
     what: &str,
     limit: Duration,

@@ -53,23 +53,40 @@ mod tests {
 
     #[test]
     fn placed_nodes_are_left_alone_and_new_ones_boot() {
-        let placed = Seen { placed: true, ..seen("placed", true) };
+        let placed = Seen {
+            placed: true,
+            ..seen("placed", true)
+        };
         assert_eq!(start(&placed), Start::Placed);
-        let new = Seen { none: true, ..seen("-", false) };
+        let new = Seen {
+            none: true,
+            ..seen("-", false)
+        };
         assert_eq!(start(&new), Start::Boot);
     }
 
     #[test]
     fn nodes_under_way_are_followed() {
-        for (p, disk) in [("powered-on", false), ("installer-started", false), ("disk-written", true), ("join-step", true)] {
+        for (p, disk) in [
+            ("powered-on", false),
+            ("installer-started", false),
+            ("disk-written", true),
+            ("join-step", true),
+        ] {
             assert_eq!(start(&seen(p, disk)), Start::Follow, "{p}");
         }
     }
 
     #[test]
     fn failed_or_silent_nodes_resume_from_the_failed_stretch() {
-        let failed = |disk| Seen { failed: Some("it broke".into()), ..seen("failed", disk) };
-        let silent = |disk| Seen { silent: true, ..seen("silent (last: x)", disk) };
+        let failed = |disk| Seen {
+            failed: Some("it broke".into()),
+            ..seen("failed", disk)
+        };
+        let silent = |disk| Seen {
+            silent: true,
+            ..seen("silent (last: x)", disk)
+        };
         // Nothing usable on the disk yet: install again.
         assert_eq!(start(&failed(false)), Start::Boot);
         assert_eq!(start(&silent(false)), Start::Boot);

@@ -125,9 +125,15 @@ mod tests {
         let t = report.table();
         assert!(t.contains("n1    placed"), "{t}");
         assert!(t.contains("bmc 12s, install 301s"), "{t}");
-        assert!(t.contains("FAILED in powered-on: logging in to the BMC: 401  "), "{t}");
+        assert!(
+            t.contains("FAILED in powered-on: logging in to the BMC: 401  "),
+            "{t}"
+        );
         assert!(!t.contains("more"), "{t}");
-        assert!(t.contains("1 of 2 node(s) placed") && t.contains("run the same command again"), "{t}");
+        assert!(
+            t.contains("1 of 2 node(s) placed") && t.contains("run the same command again"),
+            "{t}"
+        );
         assert!(!report.success());
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["nodes"][1]["result"], "failed");

@@ -90,3 +90,53 @@ pub fn fail(files: &Files, site: &str, hostname: &str, stretch: &str, reason: &s
     progress::record_at_centre(files, site, hostname, Phase::Failed, Some(&detail), &[])?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_counts_only_after_the_last_insert_and_failures_carry_their_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        let s = seen(&files, "n1").unwrap();
+        assert!(s.none && !s.on_disk && !s.placed && s.failed.is_none());
+
+        record(&files, "edge1", "n1", Phase::MediaInserted, "Cd").unwrap();
+        record(&files, "edge1", "n1", Phase::PoweredOn, "On").unwrap();
+        assert!(!seen(&files, "n1").unwrap().on_disk);
+        progress::record_at_centre(&files, "edge1", "n1", Phase::MediaEjected, None, &[]).unwrap();
+        // The installer's own reports come through the join service; the
+        // store takes them the same way.
+        let lock = Registry::new(&files).lock().unwrap();
+        let store = progress::ProgressStore::new(&files);
+        let mut rec = progress::read(&files, "n1").unwrap().unwrap();
+        rec.apply(Phase::DiskWritten, None, &[], SystemTime::now());
+        store.save(&lock, &rec).unwrap();
+        drop(lock);
+        let s = seen(&files, "n1").unwrap();
+        assert!(s.on_disk && !s.none && s.failed.is_none(), "{s:?}");
+
+        // A new insert: the disk written before it no longer counts.
+        record(&files, "edge1", "n1", Phase::MediaInserted, "Cd").unwrap();
+        assert!(!seen(&files, "n1").unwrap().on_disk);
+
+        fail(
+            &files,
+            "edge1",
+            "n1",
+            "powered-on",
+            "the BMC refused the login",
+        )
+        .unwrap();
+        let s = seen(&files, "n1").unwrap();
+        assert!(
+            s.failed
+                .as_deref()
+                .unwrap()
+                .contains("the BMC refused the login"),
+            "{s:?}"
+        );
+        assert!(record(&files, "edge1", "n1", Phase::Failed, "x").is_err());
+    }
+}
