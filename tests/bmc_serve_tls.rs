@@ -66,13 +66,19 @@ fn files_and_ranges_over_https_for_clients_that_trust_the_ca() {
     let part = http.get(&url).header("Range", "bytes=3-5").send().unwrap();
     assert_eq!(part.status(), 206);
     assert_eq!(part.bytes().unwrap().as_ref(), &ISO[3..6]);
-    let missing = http.get(format!("https://{addr}/other.iso")).send().unwrap();
+    let missing = http
+        .get(format!("https://{addr}/other.iso"))
+        .send()
+        .unwrap();
     assert_eq!(missing.status(), 404);
 
     // Another CA's client refuses the server: nothing is sent to it.
     let (other_ca, _, _) = pki();
     let err = client(&other_ca).get(&url).send().unwrap_err();
-    assert!(err.is_connect() || err.to_string().contains("certificate"), "{err:#}");
+    assert!(
+        err.is_connect() || err.to_string().contains("certificate"),
+        "{err:#}"
+    );
 
     // Plain HTTP to the HTTPS port gets no file.
     let mut plain = TcpStream::connect(addr).unwrap();
