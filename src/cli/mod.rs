@@ -196,6 +196,17 @@ pub enum SiteCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
+    /// Show each host of a site: its phase from BMC to zone (PHASE), since when, its last report and last error
+    ///
+    /// Hosts being deployed report each phase to the join service; a host that is not placed or failed and
+    /// reported nothing for 10 minutes shows as `silent (last: PHASE)`. Failed hosts' reasons and last log
+    /// lines follow the table.
+    Status {
+        /// The site
+        site: crate::config::types::SiteName,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
     /// Revoke a site: its nodes' credentials and its tokens die, its hosts lose access
     Revoke {
         /// The site
@@ -205,12 +216,18 @@ pub enum SiteCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum NodeCommand {
-    /// List the joined edge hosts with their health: nova-compute (COMPUTE) and the OVN chassis (NETWORK)
+    /// List the edge hosts with their health: nova-compute (COMPUTE), the OVN chassis (NETWORK) and their progress (PHASE)
+    ///
+    /// Hosts that reported progress but never joined are listed too (STATE `-`). PHASE is the last phase a
+    /// host reported (or the control plane recorded), or `silent (last: PHASE)` when it is not placed or
+    /// failed and reported nothing for 10 minutes.
     List {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
-    /// Remove an edge host: its credentials die, then its compute service, resource provider and aggregate membership go
+    /// Remove an edge host: its credentials die, then its compute service, resource provider, aggregate membership and progress record go
+    ///
+    /// A host that only reported progress and never joined loses its progress record.
     Remove {
         /// The host name
         hostname: String,

@@ -90,6 +90,10 @@ mod tests {
         );
         assert!(unit.contains("ExecStartPre=/usr/local/bin/dcn bundle verify /etc/dcn/bundle.tar.gz --ca-pin sha256:1111"), "{unit}");
         assert!(unit.contains("Restart=on-failure"), "{unit}");
+        assert!(
+            unit.contains(&format!("\nEnvironment={}=1\n", crate::join::FIRSTBOOT_ENV)),
+            "the join reports first-boot: {unit}"
+        );
         assert!(unit.contains("StandardOutput=journal+console"), "{unit}");
     }
 

@@ -70,6 +70,28 @@ impl JoinClient {
         Self::decode(resp, "the join request")
     }
 
+    /// Report a phase (10 s at most), with the join token before the host
+    /// joined and its node secret after. The report is cut to what the
+    /// service accepts first ([`ProgressReport::bounded`]).
+    pub fn report(&self, credential: &str, report: &ProgressReport) -> Result<ProgressAck> {
+        let resp = self
+            .http
+            .post(format!("{}{PROGRESS_PATH}", self.base))
+            .bearer_auth(credential)
+            .json(&report.clone().bounded())
+            .timeout(Duration::from_secs(10))
+            .send()
+            .with_context(|| format!("reporting progress to {}", self.base))?;
+        Self::decode(resp, "the progress report").map_err(|e| match e.downcast::<Refused>() {
+            Ok(Refused(r)) => anyhow::anyhow!(
+                "the join service refused the report ({}): {}",
+                r.error,
+                r.message
+            ),
+            Err(e) => e,
+        })
+    }
+
     pub fn node_status(&self, hostname: &str, node_secret: &str) -> Result<NodeStatus> {
         let resp = self
             .http

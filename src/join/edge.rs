@@ -73,6 +73,28 @@ impl Credentials {
     }
 }
 
+/// The reporter of this join's progress: to the bundle's join service,
+/// with the node secret of an earlier join of this host, else the bundle's
+/// token. Off (with a warning) when no client can be made.
+pub fn reporter(host: &Host, bundle: &VerifiedBundle, hostname: &str) -> super::Reporter {
+    let credential = match Credentials::load(&host.files) {
+        Ok(Some(c)) if c.site == bundle.manifest.site.as_str() => c.node_secret,
+        _ => Secret::new(bundle.token.expose_full()),
+    };
+    match JoinClient::new(
+        bundle.manifest.control_plane.join_endpoint.as_str(),
+        &bundle.ca_cert_pem,
+    ) {
+        Ok(client) => {
+            super::Reporter::new(client, hostname, credential, super::reporter::HEARTBEAT)
+        }
+        Err(e) => {
+            tracing::warn!("progress is not reported to the control plane: {e:#}");
+            super::Reporter::off()
+        }
+    }
+}
+
 /// This host's name: the option, an earlier join's, or the host's own.
 pub fn hostname(
     host: &Host,

@@ -5,11 +5,13 @@
 //! found preinstalled, as on the edge ISO), configured from the same recipes
 //! as the standalone host's, started; and the join waits until the control
 //! plane reports the compute service up, mapped, in the site's aggregate and
-//! in placement.
+//! in placement. Each step is reported to the join service as it starts
+//! ([`reporter`], best effort), and the error if the join fails.
 
 pub mod client;
 mod edge;
 pub mod protocol;
+pub mod reporter;
 
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle_file};
 use crate::config::types::PackageSource;
@@ -18,6 +20,8 @@ use crate::host::Host;
 use crate::pki::Pin;
 use anyhow::{Result, bail};
 use client::{JoinClient, Refused};
+use protocol::Phase;
+use reporter::Reporter;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -49,27 +53,64 @@ pub struct JoinReport {
 /// tokens expire and certificates start an hour back.
 const MAX_SKEW: Duration = Duration::from_secs(300);
 
-struct Timer(Vec<(String, Duration)>);
+/// Set (to anything) by the first-boot unit: the join then reports
+/// `first-boot` before it starts.
+pub const FIRSTBOOT_ENV: &str = "DCN_FIRSTBOOT";
+
+/// Each step timed, logged and reported to the control plane.
+struct Timer {
+    steps: Vec<(String, Duration)>,
+    reporter: Reporter,
+}
 
 impl Timer {
     fn step<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         tracing::info!("==> {name}");
+        self.reporter.phase(Phase::JoinStep, Some(name));
         let t = Instant::now();
         let r = f()?;
-        self.0.push((name.to_string(), t.elapsed()));
+        self.steps.push((name.to_string(), t.elapsed()));
         tracing::info!("<== {name}: {:.1}s", t.elapsed().as_secs_f64());
         Ok(r)
     }
 }
 
-/// Join this host to the control plane the bundle names.
+/// Join this host to the control plane the bundle names, reporting each
+/// step to it (best effort), and the failure if it fails.
 pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
-    let mut timer = Timer(Vec::new());
+    let mut timer = Timer {
+        steps: Vec::new(),
+        reporter: Reporter::off(),
+    };
     let previous = Deployment::load(&host.files)?;
     let bundle = timer.step("verify the bundle", || verify(opts, previous.as_ref()))?;
+    let hostname = edge::hostname(host, opts.hostname.as_deref(), previous.as_ref())?;
+    timer.reporter = edge::reporter(host, &bundle, &hostname);
+    if std::env::var_os(FIRSTBOOT_ENV).is_some() {
+        timer.reporter.phase(Phase::FirstBoot, None);
+    }
+    timer.reporter.phase(Phase::JoinStarted, None);
+    let result = join_verified(host, opts, &mut timer, &bundle, previous, hostname);
+    if let Err(e) = &result {
+        timer
+            .reporter
+            .failed(&format!("{e:#}"), crate::logging::recent_lines());
+    }
+    let reporter = std::mem::replace(&mut timer.reporter, Reporter::off());
+    reporter.finish(reporter::FINISH_WITHIN);
+    result
+}
+
+fn join_verified(
+    host: &Host,
+    opts: &JoinOptions,
+    timer: &mut Timer,
+    bundle: &VerifiedBundle,
+    previous: Option<Deployment>,
+    hostname: String,
+) -> Result<JoinReport> {
     let site = bundle.manifest.site.to_string();
     let rejoined = previous.as_ref().and_then(|d| d.site.clone()).as_deref() == Some(site.as_str());
-    let hostname = edge::hostname(host, opts.hostname.as_deref(), previous.as_ref())?;
     let address = edge::address(opts.my_ip, previous.as_ref())?;
     tracing::info!("joining {hostname} ({address}) to site {site}");
 
@@ -82,17 +123,20 @@ pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
     )?;
     let deadline = Instant::now() + opts.timeout;
     timer.step("reach the control plane", || {
-        reach(&client, &bundle, deadline)
+        reach(&client, bundle, deadline)
     })?;
     let credentials = timer.step("join the site", || {
         edge::request(
-            host, &client, &bundle, &hostname, address, rejoined, deadline,
+            host, &client, bundle, &hostname, address, rejoined, deadline,
         )
     })?;
+    timer
+        .reporter
+        .use_credential(credentials.node_secret.clone());
     timer.step("install and configure the compute services", || {
         edge::deploy(
             host,
-            &bundle,
+            bundle,
             &credentials,
             &hostname,
             address,
@@ -106,7 +150,7 @@ pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
         site,
         hostname,
         address: address.to_string(),
-        steps: timer.0,
+        steps: std::mem::take(&mut timer.steps),
         rejoined,
     })
 }

@@ -8,6 +8,11 @@
 //! - `GET /v1/nodes/{hostname}`: `Authorization: Bearer <node secret>`; what
 //!   the control plane sees of the node (its compute service, cell, aggregate
 //!   and resource provider). The edge holds no admin rights to ask itself.
+//! - `POST /v1/progress`: a [`ProgressReport`] (the phase an installing or
+//!   joining node is in), `Authorization: Bearer <credential>`: the join
+//!   token before the node joined, its node secret after. Body at most
+//!   [`PROGRESS_MAX_BODY`]; the control plane keeps what it may show
+//!   (`crate::sites::progress`).
 //! - `GET /v1/health`: the service's time, for the edge's clock check.
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +20,15 @@ use serde::{Deserialize, Serialize};
 pub const JOIN_PATH: &str = "/v1/join";
 pub const HEALTH_PATH: &str = "/v1/health";
 pub const NODES_PATH: &str = "/v1/nodes/";
+pub const PROGRESS_PATH: &str = "/v1/progress";
+
+/// Largest progress report body accepted.
+pub const PROGRESS_MAX_BODY: usize = 16 * 1024;
+/// What the control plane keeps of a report's `detail` (characters).
+pub const MAX_DETAIL: usize = 200;
+/// What it keeps of a report's `log`: the last lines, each cut short.
+pub const MAX_LOG_LINES: usize = 20;
+pub const MAX_LOG_LINE: usize = 200;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -98,4 +112,173 @@ impl NodeStatus {
 pub struct Health {
     /// The control plane's clock, RFC 3339.
     pub time: String,
+}
+
+/// Where a node is on its way from bare metal to its site's zone, in
+/// order. The control plane records some itself ([`Phase::by_centre`]);
+/// the node reports the others, and `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// `dcn site deploy` put the node's ISO in its BMC's virtual media.
+    MediaInserted,
+    /// … and powered it on, booting once from the media.
+    PoweredOn,
+    /// The installer ran; its detail is the step it is at.
+    InstallerStarted,
+    /// The OS is on the disk; the node reboots into it.
+    DiskWritten,
+    /// `dcn site deploy` took the media out again.
+    MediaEjected,
+    /// The installed system booted and runs its first-boot join.
+    FirstBoot,
+    /// `dcn join` started.
+    JoinStarted,
+    /// `dcn join` is at a step (the detail).
+    JoinStep,
+    /// The join service answered the node's join.
+    Joined,
+    /// The placer put the node in its site's aggregate.
+    Placed,
+    /// Something failed: the detail is the reason.
+    Failed,
+}
+
+impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Phase; 11] = [
+        Phase::MediaInserted,
+        Phase::PoweredOn,
+        Phase::InstallerStarted,
+        Phase::DiskWritten,
+        Phase::MediaEjected,
+        Phase::FirstBoot,
+        Phase::JoinStarted,
+        Phase::JoinStep,
+        Phase::Joined,
+        Phase::Placed,
+        Phase::Failed,
+    ];
+
+    /// Recorded by the control plane only; a node cannot report it.
+    pub fn by_centre(self) -> bool {
+        matches!(
+            self,
+            Phase::MediaInserted
+                | Phase::PoweredOn
+                | Phase::MediaEjected
+                | Phase::Joined
+                | Phase::Placed
+        )
+    }
+
+    /// Nothing more is expected after it (so it never turns silent).
+    pub fn is_final(self) -> bool {
+        matches!(self, Phase::Placed | Phase::Failed)
+    }
+
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::MediaInserted => "media-inserted",
+            Phase::PoweredOn => "powered-on",
+            Phase::InstallerStarted => "installer-started",
+            Phase::DiskWritten => "disk-written",
+            Phase::MediaEjected => "media-ejected",
+            Phase::FirstBoot => "first-boot",
+            Phase::JoinStarted => "join-started",
+            Phase::JoinStep => "join-step",
+            Phase::Joined => "joined",
+            Phase::Placed => "placed",
+            Phase::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `POST /v1/progress`: what an installing or joining node reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProgressReport {
+    pub hostname: String,
+    pub phase: Phase,
+    /// The step (`join-step`, `installer-started`) or the reason (`failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The last lines of output, with `failed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
+}
+
+impl ProgressReport {
+    /// The report cut to what the control plane keeps (the detail and each
+    /// log line at most [`MAX_DETAIL`]/[`MAX_LOG_LINE`] characters, the last
+    /// [`MAX_LOG_LINES`] lines), and then to fewer lines until its JSON fits
+    /// in [`PROGRESS_MAX_BODY`].
+    pub fn bounded(mut self) -> ProgressReport {
+        let cut = |t: &str, max: usize| t.chars().take(max).collect::<String>();
+        self.hostname = cut(&self.hostname, 253);
+        self.detail = self.detail.map(|d| cut(&d, MAX_DETAIL));
+        let skip = self.log.len().saturating_sub(MAX_LOG_LINES);
+        self.log = self.log[skip..]
+            .iter()
+            .map(|l| cut(l, MAX_LOG_LINE))
+            .collect();
+        while !self.log.is_empty()
+            && serde_json::to_vec(&self).map_or(0, |v| v.len()) > PROGRESS_MAX_BODY
+        {
+            self.log.remove(0);
+        }
+        self
+    }
+}
+
+/// The reply to a recorded report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressAck {
+    /// The node's current phase at the control plane now.
+    pub phase: Phase,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_cut_to_what_the_service_accepts() {
+        let r = ProgressReport {
+            hostname: "n1".into(),
+            phase: Phase::Failed,
+            detail: Some("d".repeat(1000)),
+            // Escaped in JSON as 6 bytes each: 40 lines would be ~48 KiB.
+            log: (0..40).map(|_| "\u{1}".repeat(1000)).collect(),
+        }
+        .bounded();
+        assert_eq!(r.detail.unwrap().len(), MAX_DETAIL);
+        assert!(r.log.len() < MAX_LOG_LINES && !r.log.is_empty());
+        assert!(r.log.iter().all(|l| l.chars().count() == MAX_LOG_LINE));
+        let r2 = ProgressReport {
+            hostname: "n1".into(),
+            phase: Phase::Failed,
+            detail: None,
+            log: (0..40).map(|i| format!("line {i}")).collect(),
+        };
+        let json = serde_json::to_vec(&r2.clone().bounded()).unwrap();
+        assert!(json.len() <= PROGRESS_MAX_BODY);
+        assert_eq!(r2.bounded().log[0], "line 20", "the last lines are kept");
+        let names: Vec<String> = Phase::ALL
+            .iter()
+            .map(|p| serde_json::to_string(p).unwrap())
+            .collect();
+        assert_eq!(names[0], "\"media-inserted\"");
+        for (p, n) in Phase::ALL.iter().zip(&names) {
+            assert_eq!(format!("\"{p}\""), *n, "Display is the wire name");
+        }
+    }
 }

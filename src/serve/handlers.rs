@@ -7,7 +7,8 @@ use crate::host::Host;
 use crate::join::protocol::{ErrorReply, JoinReply, JoinRequest, NodeStatus, UserCredentials};
 use crate::secrets::{PasswordStore, random_string};
 use crate::sites::accounts::NodeAccounts;
-use crate::sites::{NodeRecord, NodeState, Registry, ovn_access, provision};
+use crate::sites::progress::{Phase, ProgressStore};
+use crate::sites::{NodeRecord, NodeState, Registry, Site, TokenRecord, ovn_access, provision};
 use crate::timefmt::{parse_rfc3339, rfc3339, rough};
 use sha2::{Digest, Sha256};
 use std::time::SystemTime;
@@ -18,7 +19,7 @@ pub struct Refusal {
     pub reply: ErrorReply,
 }
 
-fn refuse(status: u16, error: &str, message: impl Into<String>) -> Refusal {
+pub(super) fn refuse(status: u16, error: &str, message: impl Into<String>) -> Refusal {
     Refusal {
         status,
         reply: ErrorReply {
@@ -28,7 +29,7 @@ fn refuse(status: u16, error: &str, message: impl Into<String>) -> Refusal {
     }
 }
 
-fn internal(e: anyhow::Error) -> Refusal {
+pub(super) fn internal(e: anyhow::Error) -> Refusal {
     tracing::error!("join service error: {e:#}");
     refuse(
         500,
@@ -37,8 +38,59 @@ fn internal(e: anyhow::Error) -> Refusal {
     )
 }
 
-fn hash(secret: &str) -> String {
+pub(super) fn hash(secret: &str) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(secret.as_bytes())))
+}
+
+/// The record of a presented join token and its site, if the token is
+/// one this control plane issued, for a site that is active (and was not
+/// re-admitted since), and has not expired. (Its uses are the caller's
+/// business.)
+pub(super) fn valid_token(
+    registry: &Registry,
+    token: &JoinToken,
+    now: SystemTime,
+) -> Result<(TokenRecord, Site), Refusal> {
+    let Some(record) = registry.token(&token.id).map_err(internal)? else {
+        // Unknown: never issued here (or removed by hand).
+        return Err(refuse(
+            401,
+            "token-unknown",
+            "the control plane does not know this join token: was the bundle exported from this control plane?",
+        ));
+    };
+    if record.hash != token.hash() {
+        return Err(refuse(
+            401,
+            "token-unknown",
+            "the join token does not match the one the control plane issued",
+        ));
+    }
+    // Tokens issued before a revocation stay dead when the site is
+    // re-admitted (which re-creates it).
+    let site = match registry.site(&record.site).map_err(internal)? {
+        Some(s) if s.revoked_at.is_none() && record.created_at >= s.created_at => s,
+        _ => {
+            return Err(refuse(
+                401,
+                "site-revoked",
+                format!("site {} was revoked on the control plane", record.site),
+            ));
+        }
+    };
+    let not_after = parse_rfc3339(&record.not_after).map_err(internal)?;
+    if now > not_after {
+        let ago = rough(now.duration_since(not_after).unwrap_or_default());
+        return Err(refuse(
+            401,
+            "token-expired",
+            format!(
+                "the join token expired {ago} ago; run `dcn bundle export --site {}` on the control plane",
+                record.site
+            ),
+        ));
+    }
+    Ok((record, site))
 }
 
 /// `POST /v1/join`.
@@ -66,47 +118,9 @@ pub fn join(
         )
     })?;
     let registry = Registry::new(&host.files);
-    let _lock = registry.lock().map_err(internal)?;
-    let Some(mut record) = registry.token(&token.id).map_err(internal)? else {
-        // Unknown: never issued here (or removed by hand).
-        return Err(refuse(
-            401,
-            "token-unknown",
-            "the control plane does not know this join token: was the bundle exported from this control plane?",
-        ));
-    };
-    if record.hash != token.hash() {
-        return Err(refuse(
-            401,
-            "token-unknown",
-            "the join token does not match the one the control plane issued",
-        ));
-    }
-    // Tokens issued before a revocation stay dead when the site is
-    // re-admitted (which re-creates it).
-    let site = match registry.site(&record.site).map_err(internal)? {
-        Some(s) if s.revoked_at.is_none() && record.created_at >= s.created_at => s,
-        _ => {
-            return Err(refuse(
-                401,
-                "site-revoked",
-                format!("site {} was revoked on the control plane", record.site),
-            ));
-        }
-    };
+    let lock = registry.lock().map_err(internal)?;
     let now = SystemTime::now();
-    let not_after = parse_rfc3339(&record.not_after).map_err(internal)?;
-    if now > not_after {
-        let ago = rough(now.duration_since(not_after).unwrap_or_default());
-        return Err(refuse(
-            401,
-            "token-expired",
-            format!(
-                "the join token expired {ago} ago; run `dcn bundle export --site {}` on the control plane",
-                record.site
-            ),
-        ));
-    }
+    let (mut record, site) = valid_token(&registry, &token, now)?;
     // The node's certificate, from a CA made for it alone (the SB trusts
     // that CA while the node is a member). The CSR's signature proves the
     // requester holds the key.
@@ -187,6 +201,10 @@ pub fn join(
         registry.save_token(&record).map_err(internal)?;
     }
     ovn_access::write_client_cas(&host.files).map_err(internal)?;
+    // The join is done whatever happens to its progress record.
+    if let Err(e) = record_joined(host, &lock, &site.name, hostname.as_str(), &record.id) {
+        tracing::warn!("recording that {hostname} joined: {e:#}");
+    }
     Ok(JoinReply {
         site: site.name,
         node_certificate: issued.cert_pem,
@@ -201,6 +219,25 @@ pub fn join(
         },
         metadata_secret,
     })
+}
+
+/// `joined` in the node's progress record, which is the site's from now on
+/// (a record another site's token made is started afresh).
+fn record_joined(
+    host: &Host,
+    lock: &crate::sites::Lock,
+    site: &str,
+    hostname: &str,
+    token_id: &str,
+) -> anyhow::Result<()> {
+    let store = ProgressStore::new(&host.files);
+    let mut progress = match store.get(hostname)? {
+        Some(p) if p.site == site => p,
+        _ => crate::sites::progress::ProgressRecord::new(hostname, site),
+    };
+    progress.token_id = Some(token_id.to_string());
+    progress.apply(Phase::Joined, None, &[], SystemTime::now());
+    store.save(lock, &progress)
 }
 
 /// `GET /v1/nodes/{hostname}` with the node's bearer secret.

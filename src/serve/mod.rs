@@ -1,8 +1,8 @@
 //! `dcn serve`: the join service on the control plane. HTTPS (rustls, the
 //! `join` certificate of the dcn CA) on the join port, rate-limited per
 //! client, with bounded connections and time limits ([`Limits`]), every
-//! request logged without secrets and with what the client sent escaped; a
-//! background placer maps joined hosts to the cell and their site's
+//! request logged without secrets and with what the client sent escaped;
+//! nodes report their progress ([`progress`]); a background placer maps joined hosts to the cell and their site's
 //! aggregate.
 
 mod backoff;
@@ -10,10 +10,14 @@ mod gate;
 mod handlers;
 mod listener;
 mod placer;
+mod progress;
 mod ratelimit;
 
 use crate::host::Host;
-use crate::join::protocol::{ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest, NODES_PATH};
+use crate::join::protocol::{
+    ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest, NODES_PATH, PROGRESS_MAX_BODY,
+    PROGRESS_PATH,
+};
 use crate::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use anyhow::{Context, Result};
 use http_body_util::{BodyExt, Full, Limited};
@@ -153,13 +157,22 @@ fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
     crate::tls::server_config(&cert, &key, "the join service")
 }
 
-/// The join service's answer to a join request body.
+/// The join service's answer to a request body (a join or a progress
+/// report).
 pub struct JoinAnswer {
     pub status: u16,
-    /// A [`crate::join::protocol::JoinReply`] or an [`ErrorReply`].
+    /// A [`crate::join::protocol::JoinReply`] or
+    /// [`crate::join::protocol::ProgressAck`], or an [`ErrorReply`].
     pub body: serde_json::Value,
-    /// For the log: the request's host and token id (escaped), the outcome.
+    /// For the log: the request's host and token id or phase (escaped),
+    /// the outcome.
     pub note: String,
+}
+
+/// Answer a `POST /v1/progress` body sent with `bearer` (blocking: it
+/// writes the registry). Any bytes may arrive.
+pub fn answer_progress(host: &Host, bearer: Option<&str>, body: &[u8]) -> JoinAnswer {
+    progress::answer(host, bearer, body)
 }
 
 /// Answer a `POST /v1/join` body (blocking: it signs, writes the registry
@@ -261,6 +274,33 @@ async fn handle(
     Ok(response)
 }
 
+/// The `Authorization: Bearer` credential, if any.
+fn bearer(req: &Request<Incoming>) -> Option<String> {
+    req.headers()
+        .get("Authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(String::from)
+}
+
+/// A request's body, at most `max` bytes, within `time`; else the refusal.
+async fn read_body(
+    req: Request<Incoming>,
+    max: usize,
+    time: Duration,
+) -> Result<Bytes, Response<Full<Bytes>>> {
+    let body = Limited::new(req.into_body(), max).collect();
+    match tokio::time::timeout(time, body).await {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(_)) => Err(error(413, "bad-request", "the request is too large")),
+        Err(_) => Err(error(
+            408,
+            "bad-request",
+            "the request body came too slowly",
+        )),
+    }
+}
+
 async fn route(
     state: &Arc<State>,
     peer: SocketAddr,
@@ -289,25 +329,29 @@ async fn route(
             String::new(),
         ),
         (Method::POST, JOIN_PATH) => {
-            let body = Limited::new(req.into_body(), MAX_BODY).collect();
-            let body = match tokio::time::timeout(body_time, body).await {
-                Ok(Ok(b)) => b.to_bytes(),
-                Ok(Err(_)) => {
-                    return (
-                        error(413, "bad-request", "the request is too large"),
-                        String::new(),
-                    );
-                }
-                Err(_) => {
-                    return (
-                        error(408, "bad-request", "the request body came too slowly"),
-                        String::new(),
-                    );
-                }
+            let body = match read_body(req, MAX_BODY, body_time).await {
+                Ok(b) => b,
+                Err(refusal) => return (refusal, String::new()),
             };
             let st = state.clone();
             match tokio::task::spawn_blocking(move || {
                 answer_join(&st.host, st.accounts.as_ref(), &body)
+            })
+            .await
+            {
+                Ok(a) => (json(a.status, &a.body), a.note),
+                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
+            }
+        }
+        (Method::POST, PROGRESS_PATH) => {
+            let bearer = bearer(&req);
+            let body = match read_body(req, PROGRESS_MAX_BODY, body_time).await {
+                Ok(b) => b,
+                Err(refusal) => return (refusal, String::new()),
+            };
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || {
+                progress::answer(&st.host, bearer.as_deref(), &body)
             })
             .await
             {
@@ -324,12 +368,7 @@ async fn route(
                     format!("(node {shown_host})"),
                 );
             }
-            let bearer = req
-                .headers()
-                .get("Authorization")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(String::from);
+            let bearer = bearer(&req);
             let st = state.clone();
             let h = hostname.clone();
             match tokio::task::spawn_blocking(move || {

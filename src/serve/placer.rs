@@ -1,8 +1,10 @@
 //! Placing joined hosts: once a node's nova-compute has registered, the
 //! join service maps it to the cell and adds it to its site's aggregate, so
-//! the edge itself never needs admin rights.
+//! the edge itself never needs admin rights. The node's progress record
+//! says `placed` from then on.
 
 use crate::host::{Cmd, Host};
+use crate::sites::progress::{Phase, ProgressStore};
 use crate::sites::provision;
 use crate::sites::{NodeState, Registry};
 use crate::timefmt::rfc3339;
@@ -68,11 +70,21 @@ pub fn place_pending(host: &Host) -> Result<usize> {
         };
         match provision::add_to_aggregate(&cloud, aggregate, &node.hostname) {
             Ok(()) => {
-                let _lock = registry.lock()?;
+                let lock = registry.lock()?;
                 if let Some(mut n) = registry.node(&node.hostname)? {
                     n.state = NodeState::Placed;
                     n.placed_at = Some(rfc3339(SystemTime::now()));
                     registry.save_node(&n)?;
+                    if let Err(e) = ProgressStore::new(&host.files).record_centre(
+                        &lock,
+                        &n.site,
+                        &n.hostname,
+                        Phase::Placed,
+                        None,
+                        &[],
+                    ) {
+                        tracing::warn!("recording that {} was placed: {e:#}", n.hostname);
+                    }
                 }
                 tracing::info!(
                     "placed {} in availability zone {}",

@@ -4,12 +4,14 @@
 use super::accounts::{ControlPlaneAccounts, NodeAccounts};
 use super::health::{self, PlaneState};
 use super::ovn_access;
+use super::phases::{self, NodePhase};
+use super::progress::ProgressStore;
 use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
 use crate::deployment::saved_config;
 use crate::host::Host;
 use crate::timefmt::rfc3339;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use reqwest::Method;
 use serde::Serialize;
 use std::time::SystemTime;
@@ -50,22 +52,52 @@ pub fn list_nodes(host: &Host) -> Result<Vec<NodeRecord>> {
     Registry::new(&host.files).nodes()
 }
 
-/// A joined node with its health on both planes.
+/// A host of an edge site: joined (its node record), or only reporting
+/// its progress so far.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Member {
+    Joined(NodeRecord),
+    Reporting { hostname: String, site: String },
+}
+
+/// A host with its health on both planes and its progress.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeView {
     #[serde(flatten)]
-    pub node: NodeRecord,
+    pub node: Member,
     /// Its nova-compute service.
     pub compute: PlaneState,
     /// Its OVN chassis (ovn-controller connected and processing).
     pub network: PlaneState,
+    /// Its progress: PHASE is `progress.shown`.
+    pub progress: NodePhase,
 }
 
-/// The nodes, each with what nova and OVN say of it now. A plane the
-/// control plane cannot be asked about is `unknown`, with a warning.
+impl NodeView {
+    pub fn hostname(&self) -> &str {
+        &self.progress.hostname
+    }
+
+    pub fn site(&self) -> &str {
+        &self.progress.site
+    }
+
+    /// The join's record, if the host joined.
+    pub fn joined(&self) -> Option<&NodeRecord> {
+        match &self.node {
+            Member::Joined(n) => Some(n),
+            Member::Reporting { .. } => None,
+        }
+    }
+}
+
+/// The nodes (and the hosts that reported progress but never joined),
+/// each with what nova and OVN say of it now. A plane the control plane
+/// cannot be asked about is `unknown`, with a warning.
 pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
-    let nodes = list_nodes(host)?;
+    let hosts = phases::all_hosts(&host.files, SystemTime::now())?;
     let compute = saved_config(&host.files)
         .and_then(|c| provision::admin_cloud(host, c.control_plane.region.as_str()))
         .and_then(|cloud| health::compute_states(&cloud))
@@ -75,33 +107,41 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
         .map_err(|e| tracing::warn!("OVN's view of the nodes is unknown: {e:#}"))
         .ok();
     let compute_known = !compute.is_empty();
-    Ok(nodes
+    Ok(hosts
         .into_iter()
-        .map(|node| NodeView {
-            compute: match compute.get(&node.hostname) {
+        .map(|(node, progress)| NodeView {
+            compute: match compute.get(&progress.hostname) {
                 Some(s) => *s,
                 None if compute_known => PlaneState::Missing,
                 None => PlaneState::Unknown,
             },
             network: match &network {
                 Some(m) => m
-                    .get(&node.hostname)
+                    .get(&progress.hostname)
                     .copied()
                     .unwrap_or(PlaneState::Missing),
                 None => PlaneState::Unknown,
             },
-            node,
+            node: match node {
+                Some(n) => Member::Joined(n),
+                None => Member::Reporting {
+                    hostname: progress.hostname.clone(),
+                    site: progress.site.clone(),
+                },
+            },
+            progress,
         })
         .collect())
 }
 
 /// Revoke a site: every node's RabbitMQ and keystone users go, the OVN
 /// southbound stops admitting its nodes, and its tokens and node secrets
-/// stop working. Other sites are untouched. Its nodes stay listed (and in
-/// nova) until `dcn node remove`.
+/// stop working; its hosts' progress records go (none can report any
+/// more). Other sites are untouched. Its nodes stay listed (and in nova)
+/// until `dcn node remove`.
 pub fn revoke_site(host: &Host, name: &str) -> Result<()> {
     let registry = Registry::new(&host.files);
-    let _lock = registry.lock()?;
+    let lock = registry.lock()?;
     let mut site = registry.active_site(name)?;
     let accounts = ControlPlaneAccounts { host: host.clone() };
     let mut members = Vec::new();
@@ -118,22 +158,41 @@ pub fn revoke_site(host: &Host, name: &str) -> Result<()> {
     // a revoked site rather than as an unknown token.
     site.revoked_at = Some(rfc3339(SystemTime::now()));
     registry.save_site(&site)?;
+    let progress = ProgressStore::new(&host.files);
+    for p in progress.all()?.into_iter().filter(|p| p.site == name) {
+        progress.remove(&lock, &p.hostname)?;
+    }
     ovn_access::write_client_cas(&host.files)?;
     ovn_access::cut_off(host.runner.as_ref(), &members)?;
     Ok(())
 }
 
+/// What `dcn node remove` removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removed {
+    /// A joined node, with its credentials and its place in nova.
+    Node,
+    /// A host that reported progress but never joined: its record.
+    Reports,
+}
+
 /// Remove a node: its own credentials die first (RabbitMQ and keystone
 /// users, the OVN southbound's trust in its certificate, its join-service
 /// secret), then it leaves its aggregate and nova deletes its compute
-/// service (with its compute node and resource provider). The site and its
-/// other nodes are untouched.
-pub fn remove_node(host: &Host, hostname: &str) -> Result<()> {
+/// service (with its compute node and resource provider), and its progress
+/// record goes. The site and its other nodes are untouched. A host that
+/// only reported progress loses its record.
+pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
     let registry = Registry::new(&host.files);
-    let _lock = registry.lock()?;
-    let node = registry
-        .node(hostname)?
-        .with_context(|| format!("there is no node {hostname}; `dcn node list` shows the nodes"))?;
+    let lock = registry.lock()?;
+    let progress = ProgressStore::new(&host.files);
+    let Some(node) = registry.node(hostname)? else {
+        if progress.get(hostname)?.is_some() {
+            progress.remove(&lock, hostname)?;
+            return Ok(Removed::Reports);
+        }
+        bail!("there is no node {hostname}; `dcn node list` shows the nodes");
+    };
     let config = saved_config(&host.files)?;
     let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
     ControlPlaneAccounts { host: host.clone() }.revoke(hostname)?;
@@ -185,6 +244,7 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<()> {
             )?;
         }
     }
+    progress.remove(&lock, hostname)?;
     registry.remove_node(hostname)?;
-    Ok(())
+    Ok(Removed::Node)
 }

@@ -3,14 +3,17 @@
 //! (`bundle export`, `site`, `node`) and the join service (`dcn serve`) share
 //! it under one lock. A token is stored only as its hash; a node's
 //! credentials are its own and leave the control plane only in its join
-//! reply.
+//! reply. Each node's progress, from its BMC to its zone, is kept beside
+//! ([`progress`]).
 
 pub mod accounts;
 pub mod admin;
 pub mod export;
 pub mod health;
 pub mod ovn_access;
+pub mod phases;
+pub mod progress;
 pub mod provision;
 mod registry;
 
-pub use registry::{NodeRecord, NodeState, Registry, Site, TokenRecord};
+pub use registry::{Lock, NodeRecord, NodeState, Registry, Site, TokenRecord};

@@ -85,6 +85,11 @@ impl<'a> Registry<'a> {
         Registry { files }
     }
 
+    /// The files it keeps its records in.
+    pub fn files(&self) -> &'a Files {
+        self.files
+    }
+
     /// Take the registry's lock (waits for another dcn holding it).
     pub fn lock(&self) -> Result<Lock> {
         for d in [SITES, TOKENS, NODES] {

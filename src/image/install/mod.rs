@@ -11,11 +11,19 @@
 //! 6. write the node's settings and the first-boot unit ([`target`]);
 //! 7. unmount and reboot.
 //!
-//! Progress goes to stdout (the journal) and to each `--console`. When a
-//! step from 3 on fails, the disk's partition table is erased again, so the
-//! node never boots a half-written system, and the message says so.
+//! Progress goes to stdout (the journal) and to each `--console`, and, once
+//! the bundle is verified, to the control plane's join service: the
+//! installer brings up the node's static network in the live system
+//! ([`network`]) and reports `installer-started` with each step (again
+//! every heartbeat while a step lasts), then `disk-written`, or `failed`
+//! with the reason and its last lines (best effort: a report that cannot
+//! be sent never stops the install). When a step from 3 on fails, the
+//! disk's partition table is erased again, so the node never boots a
+//! half-written system, and the message says so.
 
 pub mod disk;
+pub mod network;
+mod progress;
 pub mod target;
 
 use super::embed;
@@ -23,8 +31,9 @@ use super::firstboot;
 use super::mounts::Mounts;
 use crate::cli::image::InstallArgs;
 use crate::host::{Cmd, Files, Runner, SystemRunner};
+use crate::join::protocol::Phase;
 use anyhow::{Context, Result, bail};
-use std::io::Write;
+use progress::Progress;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -35,36 +44,6 @@ pub const DEFAULT_MEDIUM: &str = "/run/live/medium";
 const TARGET: &str = "/mnt/dcn-target";
 /// The OS image on the medium.
 const SQUASHFS: &str = "live/filesystem.squashfs";
-
-/// Progress lines on stdout and on each console. Each line opens the
-/// console anew: a getty starting on it hangs up descriptors opened before.
-struct Progress {
-    consoles: Vec<PathBuf>,
-    started: Instant,
-}
-
-impl Progress {
-    fn new(consoles: &[PathBuf]) -> Progress {
-        Progress {
-            consoles: consoles.to_vec(),
-            started: Instant::now(),
-        }
-    }
-
-    fn say(&mut self, msg: &str) {
-        let line = format!(
-            "[{:6.1}s] dcn install: {msg}",
-            self.started.elapsed().as_secs_f64()
-        );
-        println!("{line}");
-        let _ = std::io::stdout().flush();
-        for c in &self.consoles {
-            if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(c) {
-                let _ = write!(f, "{}\r\n", line.replace('\n', "\r\n"));
-            }
-        }
-    }
-}
 
 /// Run the installer.
 pub fn run(args: &InstallArgs) -> Result<ExitCode> {
@@ -81,6 +60,7 @@ pub fn run(args: &InstallArgs) -> Result<ExitCode> {
                 "done in {:.0}s; the node reboots into the installed system (remove the virtual media, or let the BMC's boot-once override lapse)",
                 progress.started.elapsed().as_secs_f64()
             ));
+            progress.finish_reports(Phase::DiskWritten, "rebooting into the installed system");
             if !args.no_reboot {
                 runner.run(&Cmd::new("rebooting", "systemctl").arg("reboot").unchecked())?;
             }
@@ -113,6 +93,7 @@ pub fn run(args: &InstallArgs) -> Result<ExitCode> {
             progress.say(&format!(
                 "FAILED: {e:#}\n{state}. Fix the problem (for the node config: `dcn image embed` a corrected one) and boot the ISO again."
             ));
+            progress.finish_reports(Phase::Failed, &format!("{e:#}; {state}"));
             Err(e.context(format!("installation failed; {state}")))
         }
     }
@@ -153,6 +134,7 @@ fn install(
         },
         crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()))
     ));
+    progress::start_reporting(runner, &node, &bundle, progress);
     let template = std::fs::read_to_string(firstboot::TEMPLATE).with_context(|| {
         format!(
             "reading the first-boot unit template {}",
@@ -191,6 +173,7 @@ fn install(
 
     *touched = Some(dev.clone());
     let t = Instant::now();
+    progress.step(&format!("partitioning {}", dev.display()));
     partition(runner, &target_disk)?;
     let (bios, esp, root) = (
         target_disk.partition(1),
@@ -217,6 +200,7 @@ fn install(
     let mut mounts = Mounts::new(runner);
     mounts.mount("the new root file system", &[&path_str(&root)], target)?;
     let t = Instant::now();
+    progress.step("copying the OS");
     runner.run(
         &Cmd::new("copying the OS to disk (unsquashfs)", "unsquashfs")
             .args(["-f", "-no-progress", "-d", TARGET])
@@ -234,6 +218,7 @@ fn install(
     )?;
 
     let t = Instant::now();
+    progress.step("installing GRUB");
     runner.run(
         &Cmd::new("installing GRUB for BIOS", "grub-install")
             .args([
@@ -279,6 +264,7 @@ fn install(
         ),
     };
     let files = Files::new(target, false);
+    progress.step("writing the node's settings");
     target::write_node_files(
         &files,
         &node,

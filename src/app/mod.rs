@@ -1,6 +1,8 @@
 //! One library call per subcommand: [`run`] maps the parsed command line
 //! onto the library and prints results on stdout.
 
+mod sites;
+
 use crate::cli::*;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
@@ -25,8 +27,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             crate::serve::run(crate::host::Host::system("/", false))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Site(cmd) => site(cmd),
-        Command::Node(cmd) => node(cmd),
+        Command::Site(cmd) => sites::site(cmd),
+        Command::Node(cmd) => sites::node(cmd),
         Command::Bmc(cmd) => crate::bmc::run(cmd),
         Command::Image(cmd) => crate::image::run(cmd),
         Command::Install(args) => crate::image::install(args),
@@ -439,77 +441,5 @@ fn join(args: JoinArgs) -> Result<ExitCode> {
         "total",
         started.elapsed().as_secs_f64()
     );
-    Ok(ExitCode::SUCCESS)
-}
-
-fn site(cmd: SiteCommand) -> Result<ExitCode> {
-    let host = crate::host::Host::system("/", false);
-    match cmd {
-        SiteCommand::List { output } => {
-            let sites = crate::sites::admin::list_sites(&host)?;
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&sites)?),
-                OutputFormat::Text => {
-                    println!("{:<16} {:<9} {:<7} NODES", "SITE", "STATE", "TOKENS");
-                    for s in sites {
-                        println!(
-                            "{:<16} {:<9} {:<7} {}",
-                            s.site.name,
-                            if s.site.revoked_at.is_some() {
-                                "revoked"
-                            } else {
-                                "active"
-                            },
-                            s.tokens,
-                            s.nodes.join(", ")
-                        );
-                    }
-                }
-            }
-        }
-        SiteCommand::Revoke { site } => {
-            crate::sites::admin::revoke_site(&host, site.as_str())?;
-            println!(
-                "Site {site} revoked: its RabbitMQ and keystone users and its tokens are gone; its hosts can no longer reach the control plane. `dcn bundle export --site {site}` re-admits it with new credentials."
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn node(cmd: NodeCommand) -> Result<ExitCode> {
-    let host = crate::host::Host::system("/", false);
-    match cmd {
-        NodeCommand::List { output } => {
-            let nodes = crate::sites::admin::list_nodes_with_health(&host)?;
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
-                OutputFormat::Text => {
-                    println!(
-                        "{:<20} {:<12} {:<15} {:<8} {:<9} {:<9} JOINED",
-                        "HOST", "SITE", "ADDRESS", "STATE", "COMPUTE", "NETWORK"
-                    );
-                    for n in nodes {
-                        println!(
-                            "{:<20} {:<12} {:<15} {:<8} {:<9} {:<9} {}",
-                            n.node.hostname,
-                            n.node.site,
-                            n.node.address,
-                            format!("{:?}", n.node.state).to_lowercase(),
-                            n.compute.as_str(),
-                            n.network.as_str(),
-                            n.node.joined_at
-                        );
-                    }
-                }
-            }
-        }
-        NodeCommand::Remove { hostname } => {
-            crate::sites::admin::remove_node(&host, &hostname)?;
-            println!(
-                "Removed {hostname}: its compute service, resource provider and aggregate membership are gone."
-            );
-        }
-    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,193 @@
+//! What the operator sees of each node's progress: `dcn site status SITE`
+//! (every host of a site: its phase, since when, its last report and last
+//! error) and the PHASE column of `dcn node list`. A node that is not done
+//! and has reported nothing for [`SILENT_AFTER`](super::progress::SILENT_AFTER)
+//! shows as `silent (last: <phase>)`.
+
+use super::progress::{Entry, LastError, Phase, ProgressRecord, ProgressStore};
+use super::registry::{NodeRecord, NodeState, Registry};
+use crate::host::Files;
+use crate::timefmt::{parse_rfc3339, rough};
+use anyhow::{Result, bail};
+use serde::Serialize;
+use std::fmt;
+use std::time::SystemTime;
+
+/// One host's progress as shown.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePhase {
+    pub hostname: String,
+    pub site: String,
+    /// The phase it is in (none before its first report).
+    pub phase: Option<Phase>,
+    /// The detail of that phase (the step, or the reason it failed).
+    pub detail: Option<String>,
+    /// As shown: the phase, or `silent (last: <phase>)`.
+    pub shown: String,
+    pub silent: bool,
+    /// When it entered its phase (RFC 3339).
+    pub since: Option<String>,
+    /// When it last reported anything.
+    pub last_report: Option<String>,
+    pub last_error: Option<LastError>,
+    pub history: Vec<Entry>,
+}
+
+impl NodePhase {
+    pub fn from_record(p: &ProgressRecord, now: SystemTime) -> NodePhase {
+        let current = p.current();
+        NodePhase {
+            hostname: p.hostname.clone(),
+            site: p.site.clone(),
+            phase: current.map(|e| e.phase),
+            detail: current.and_then(|e| e.detail.clone()),
+            shown: p.shown_phase(now),
+            silent: p.is_silent(now),
+            since: current.map(|e| e.at.clone()),
+            last_report: (!p.history.is_empty()).then(|| p.updated_at.clone()),
+            last_error: p.last_error.clone(),
+            history: p.history.clone(),
+        }
+    }
+
+    /// A node that joined before progress was recorded (or whose record
+    /// was removed by hand): its phase from the node record.
+    pub fn from_node(n: &NodeRecord) -> NodePhase {
+        let (phase, since) = match (n.state, &n.placed_at) {
+            (NodeState::Placed, Some(at)) => (Phase::Placed, at.clone()),
+            (NodeState::Placed, None) => (Phase::Placed, n.joined_at.clone()),
+            (NodeState::Joined, _) => (Phase::Joined, n.joined_at.clone()),
+        };
+        NodePhase {
+            hostname: n.hostname.clone(),
+            site: n.site.clone(),
+            phase: Some(phase),
+            detail: None,
+            shown: phase.to_string(),
+            silent: false,
+            since: Some(since),
+            last_report: None,
+            last_error: None,
+            history: Vec::new(),
+        }
+    }
+}
+
+/// Every host the control plane knows of, joined or only reporting: the
+/// node record (if it joined) and its progress.
+pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecord>, NodePhase)>> {
+    let nodes = Registry::new(files).nodes()?;
+    let mut progress = ProgressStore::new(files).all()?;
+    let mut out: Vec<(Option<NodeRecord>, NodePhase)> = nodes
+        .into_iter()
+        .map(|n| {
+            let phase = match progress.iter().position(|p| p.hostname == n.hostname) {
+                Some(i) => NodePhase::from_record(&progress.remove(i), now),
+                None => NodePhase::from_node(&n),
+            };
+            (Some(n), phase)
+        })
+        .collect();
+    out.extend(
+        progress
+            .iter()
+            .map(|p| (None, NodePhase::from_record(p, now))),
+    );
+    out.sort_by(|a, b| a.1.hostname.cmp(&b.1.hostname));
+    Ok(out)
+}
+
+/// `dcn site status SITE`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SiteStatus {
+    pub site: String,
+    pub nodes: Vec<NodePhase>,
+    #[serde(skip)]
+    now: SystemTime,
+}
+
+/// The progress of every host of `site`, as of `now`.
+pub fn site_status(files: &Files, site: &str, now: SystemTime) -> Result<SiteStatus> {
+    if Registry::new(files).site(site)?.is_none() {
+        bail!("there is no site {site:?}; `dcn site list` shows the sites");
+    }
+    Ok(SiteStatus {
+        site: site.to_string(),
+        nodes: all_hosts(files, now)?
+            .into_iter()
+            .map(|(_, p)| p)
+            .filter(|p| p.site == site)
+            .collect(),
+        now,
+    })
+}
+
+/// How long ago `at` was, in rough words (`-` for none).
+pub fn age(at: Option<&str>, now: SystemTime) -> String {
+    at.and_then(|t| parse_rfc3339(t).ok())
+        .map(|t| format!("{} ago", rough(now.duration_since(t).unwrap_or_default())))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// At most `max` characters of `text`.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(max - 1).collect();
+    t.push('…');
+    t
+}
+
+impl fmt::Display for SiteStatus {
+    /// The table, then each last error with its log lines. Everything a
+    /// node sent was made safe to print when it was recorded.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.nodes.is_empty() {
+            return writeln!(
+                f,
+                "Site {} has no nodes and no node has reported to it yet.",
+                self.site
+            );
+        }
+        writeln!(
+            f,
+            "{:<20} {:<34} {:<14} {:<14} ERROR",
+            "NODE", "PHASE", "SINCE", "LAST-REPORT"
+        )?;
+        for n in &self.nodes {
+            let error = match &n.last_error {
+                Some(e) => cut(&e.reason, 60),
+                None => "-".into(),
+            };
+            writeln!(
+                f,
+                "{:<20} {:<34} {:<14} {:<14} {error}",
+                n.hostname,
+                n.shown,
+                age(n.since.as_deref(), self.now),
+                age(n.last_report.as_deref(), self.now),
+            )?;
+        }
+        for n in &self.nodes {
+            let Some(e) = &n.last_error else { continue };
+            write!(
+                f,
+                "\n{} failed{} at {}: {}\n",
+                n.hostname,
+                e.phase.map(|p| format!(" in {p}")).unwrap_or_default(),
+                e.at,
+                e.reason
+            )?;
+            for line in &e.log {
+                writeln!(f, "    {line}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

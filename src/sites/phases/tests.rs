@@ -1,0 +1,103 @@
+use super::*;
+use crate::sites::Site;
+use crate::sites::progress::SILENT_AFTER;
+use crate::timefmt::rfc3339;
+use std::time::Duration;
+
+#[test]
+fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = Files::new(dir.path(), false);
+    let reg = Registry::new(&files);
+    let now = SystemTime::now();
+    for site in ["edge1", "edge2"] {
+        reg.save_site(&Site {
+            name: site.into(),
+            created_at: rfc3339(now),
+            aggregate_id: Some(1),
+            revoked_at: None,
+        })
+        .unwrap();
+    }
+    let store = ProgressStore::new(&files);
+    let lock = reg.lock().unwrap();
+    let long_ago = now - SILENT_AFTER - Duration::from_secs(60);
+    let mut quiet = ProgressRecord::new("edge1-n1", "edge1");
+    quiet.apply(
+        Phase::InstallerStarted,
+        Some("copying the OS"),
+        &[],
+        long_ago,
+    );
+    store.save(&lock, &quiet).unwrap();
+    let mut bad = ProgressRecord::new("edge1-n2", "edge1");
+    bad.apply(Phase::JoinStarted, None, &[], now);
+    bad.apply(
+        Phase::Failed,
+        Some("preflight found problems:\x1b[2J no KVM"),
+        &["line one".into(), "\x1b]0;x\x07line two".into()],
+        now,
+    );
+    store.save(&lock, &bad).unwrap();
+    let mut busy = ProgressRecord::new("edge1-n3", "edge1");
+    busy.apply(Phase::JoinStep, Some("preflight"), &[], now);
+    store.save(&lock, &busy).unwrap();
+    let mut elsewhere = ProgressRecord::new("edge2-n1", "edge2");
+    elsewhere.apply(Phase::FirstBoot, None, &[], now);
+    store.save(&lock, &elsewhere).unwrap();
+    drop(lock);
+    reg.save_node(&crate::sites::NodeRecord {
+        hostname: "edge1-old".into(),
+        site: "edge1".into(),
+        address: "10.0.0.9".into(),
+        joined_at: rfc3339(now),
+        secret_hash: String::new(),
+        state: crate::sites::NodeState::Placed,
+        placed_at: Some(rfc3339(now)),
+        key_pin: None,
+        ovn_ca: None,
+    })
+    .unwrap();
+
+    let status = site_status(&files, "edge1", now).unwrap();
+    let names: Vec<_> = status.nodes.iter().map(|n| n.hostname.as_str()).collect();
+    assert_eq!(names, ["edge1-n1", "edge1-n2", "edge1-n3", "edge1-old"]);
+    let text = status.to_string();
+    let row = |host: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{host} ")))
+            .unwrap_or_else(|| panic!("no row for {host}: {text}"))
+            .to_string()
+    };
+    assert!(text.starts_with("NODE "), "{text}");
+    assert!(
+        row("edge1-n1").contains("silent (last: installer-started)"),
+        "{text}"
+    );
+    assert!(row("edge1-n1").contains("11m ago"), "{text}");
+    assert!(row("edge1-n2").contains("failed"), "{text}");
+    assert!(
+        row("edge1-n2").contains("preflight found problems:\\u{1b}[2J no KVM"),
+        "{text}"
+    );
+    assert!(row("edge1-n3").contains("join-step"), "{text}");
+    assert!(row("edge1-old").contains("placed"), "{text}");
+    assert!(
+        text.contains("edge1-n2 failed in join-started at ")
+            && text.contains("\n    line one\n    \\u{1b}]0;x\\u{7}line two\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "nothing a node sent reaches the terminal raw"
+    );
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["nodes"][0]["silent"], true);
+    assert_eq!(json["nodes"][0]["phase"], "installer-started");
+    assert_eq!(json["nodes"][1]["lastError"]["log"][0], "line one");
+
+    let err = site_status(&files, "nope", now).unwrap_err();
+    assert!(format!("{err}").contains("dcn site list"), "{err}");
+    let empty = site_status(&files, "edge2", now).unwrap();
+    assert_eq!(empty.nodes.len(), 1);
+}
