@@ -78,10 +78,10 @@ fn writable(
                 ),
             ));
         }
-        if !registry
+        if registry
             .site(&node.site)
             .map_err(internal)?
-            .is_some_and(|s| s.revoked_at.is_none())
+            .is_none_or(|s| s.revoked_at.is_some())
         {
             return Err(refuse(
                 401,

@@ -102,7 +102,7 @@ pub fn bring_up(
             got.push(format!("default via {gw}"));
         }
         for r in &iface.routes {
-            let to = String::from(r.to.clone());
+            let to = String::from(r.to);
             ip(
                 "adding a route",
                 Some(r.via.is_ipv6()),
