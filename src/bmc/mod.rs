@@ -17,6 +17,7 @@ mod boot;
 pub mod client;
 mod collection;
 mod discover;
+mod disk;
 pub mod error;
 mod fingerprint;
 mod media;
@@ -30,6 +31,7 @@ pub mod untrusted;
 
 pub use boot::{BootReport, BootRequest, boot};
 pub use client::{Client, ClientOptions, Retry};
+pub use disk::{DiskBoot, boot_from_disk};
 pub use discover::{Slot, System, cd_slot, find_system, virtual_media};
 pub use error::RedfishError;
 pub use power::{Power, reset};

@@ -8,7 +8,7 @@
 
 use super::plan::Start;
 use super::watch::{self, Seen};
-use crate::bmc::{self, BootRequest, Client, ClientOptions};
+use crate::bmc::{self, BootRequest, Client, ClientOptions, DiskBoot};
 use crate::config::NodeConfig;
 use crate::host::Files;
 use crate::sites::progress::Phase;
@@ -144,27 +144,22 @@ fn drive(
             let url = format!("{}/{}", ctx.media_url, media);
             boot(ctx, node, &url).map_err(at("powered-on"))?;
             timed("bmc", t);
-            let t = Instant::now();
-            wait(
-                ctx,
-                node,
-                "the disk to be written",
-                ctx.limits.install,
-                |s| s.on_disk,
-            )?;
-            timed("install", t);
-            let t = Instant::now();
-            eject(ctx, node).map_err(at("media-ejected"))?;
-            timed("eject", t);
+            install_then_boot_disk(ctx, node, &mut timed)?;
         }
         Start::Reset => {
-            // The installed system is on the disk: a reset makes its
-            // first-boot join run again.
+            // The installed system is on the disk: a restart from the disk
+            // makes its first-boot join run again.
             let t = Instant::now();
-            reset(ctx, node).map_err(at("powered-on"))?;
+            to_disk(ctx, node, DiskBoot::Restart).map_err(at("powered-on"))?;
             timed("bmc", t);
         }
-        Start::Follow => say(node, "already under way; following it"),
+        Start::Follow => {
+            say(node, "already under way; following it");
+            let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
+            if !seen.booted {
+                install_then_boot_disk(ctx, node, &mut timed)?;
+            }
+        }
     }
     let t = Instant::now();
     wait(ctx, node, "the node to be placed", ctx.limits.join, |s| {
@@ -241,9 +236,63 @@ fn boot(ctx: &Run, node: &NodeTarget, url: &str) -> Result<()> {
     Ok(())
 }
 
-fn eject(ctx: &Run, node: &NodeTarget) -> Result<()> {
+/// Wait for the installer to write the disk, then for the node to leave
+/// the installer, and boot it from the disk.
+fn install_then_boot_disk(
+    ctx: &Run,
+    node: &NodeTarget,
+    timed: &mut impl FnMut(&str, Instant),
+) -> Result<(), Failure> {
+    let t = Instant::now();
+    wait(ctx, node, "the disk to be written", ctx.limits.install, |s| {
+        s.on_disk
+    })?;
+    timed("install", t);
+    let t = Instant::now();
+    leave_installer(ctx, node)?;
+    timed("to-disk", t);
+    Ok(())
+}
+
+/// How long the installer may take to reboot after it reported the disk
+/// written, before the node is restarted from the disk.
+const REBOOT_GRACE: Duration = Duration::from_secs(600);
+
+/// After `disk-written` the installer reboots. A BMC that kept the CD
+/// override once would boot the installer again, so: as soon as the node
+/// is off (the lab's VMs power off on reboot) or its installed system
+/// reports its first boot, eject the media, set the override to the disk
+/// and power it on if it is off. A node still running the installer after
+/// [`REBOOT_GRACE`] is restarted from the disk.
+fn leave_installer(ctx: &Run, node: &NodeTarget) -> Result<(), Failure> {
+    let started = Instant::now();
+    loop {
+        let seen = watch::seen(ctx.files, node.hostname()).map_err(at("media-ejected"))?;
+        if seen.booted {
+            return to_disk(ctx, node, DiskBoot::PowerOnIfOff).map_err(at("media-ejected"));
+        }
+        let (client, system) = connect(node).map_err(at("media-ejected"))?;
+        let power = system.resource.power_state.clone().unwrap_or_default();
+        if power == "Off" {
+            return to_disk(ctx, node, DiskBoot::PowerOnIfOff).map_err(at("media-ejected"));
+        }
+        drop(client);
+        if started.elapsed() > REBOOT_GRACE {
+            say(
+                node,
+                "still not rebooted from the installer; restarting it from the disk",
+            );
+            return to_disk(ctx, node, DiskBoot::Restart).map_err(at("media-ejected"));
+        }
+        std::thread::sleep(ctx.limits.poll);
+    }
+}
+
+/// Eject, override to the disk, power as `how` says; recorded as
+/// `media-ejected` (and `powered-on` when the power was asked for).
+fn to_disk(ctx: &Run, node: &NodeTarget, how: DiskBoot) -> Result<()> {
     let (client, system) = connect(node)?;
-    let lines = bmc::eject(&client, &system)?;
+    let lines = bmc::boot_from_disk(&client, &system, how)?;
     watch::record(
         ctx.files,
         ctx.site,
@@ -251,27 +300,16 @@ fn eject(ctx: &Run, node: &NodeTarget) -> Result<()> {
         Phase::MediaEjected,
         "",
     )?;
+    if let Some(power) = lines.iter().find(|l| l.contains("asked for")) {
+        watch::record(
+            ctx.files,
+            ctx.site,
+            node.hostname(),
+            Phase::PoweredOn,
+            &format!("{}: boots the installed system", power.trim_end_matches('.')),
+        )?;
+    }
     say(node, &lines.join(" "));
-    Ok(())
-}
-
-fn reset(ctx: &Run, node: &NodeTarget) -> Result<()> {
-    let (client, system) = connect(node)?;
-    // The media out first, or the reset could boot the installer again.
-    bmc::eject(&client, &system)?;
-    let system = system.reload(&client)?;
-    let what = bmc::reset(&client, &system, bmc::Power::Reset { graceful: false })?;
-    watch::record(
-        ctx.files,
-        ctx.site,
-        node.hostname(),
-        Phase::PoweredOn,
-        &format!("{what}: boots the installed system"),
-    )?;
-    say(
-        node,
-        &format!("{what} requested: its installed system joins again"),
-    );
     Ok(())
 }
 

@@ -44,6 +44,7 @@ mod tests {
             phase: phase.into(),
             none: false,
             on_disk,
+            booted: false,
             placed: false,
             failed: None,
             silent: false,

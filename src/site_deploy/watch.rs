@@ -19,6 +19,9 @@ pub struct Seen {
     /// The installer reported the disk written after the last time the
     /// deploy inserted its media: the disk holds the installed system.
     pub on_disk: bool,
+    /// The installed system booted (its first-boot join reported) after
+    /// the last insert.
+    pub booted: bool,
     /// The registry says placed.
     pub placed: bool,
     /// The last thing recorded is a failure, with this reason.
@@ -40,6 +43,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             phase: "-".into(),
             none: true,
             on_disk: false,
+            booted: false,
             placed,
             failed: None,
             silent: false,
@@ -58,6 +62,17 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
         .rev()
         .take_while(|e| e.phase != Phase::MediaInserted)
         .any(|e| e.phase == Phase::DiskWritten);
+    let booted = rec
+        .history
+        .iter()
+        .rev()
+        .take_while(|e| e.phase != Phase::MediaInserted)
+        .any(|e| {
+            matches!(
+                e.phase,
+                Phase::FirstBoot | Phase::JoinStarted | Phase::JoinStep | Phase::Joined | Phase::Placed
+            )
+        });
     let quiet_seconds = crate::timefmt::parse_rfc3339(&rec.updated_at)
         .ok()
         .and_then(|t| now.duration_since(t).ok())
@@ -66,6 +81,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
         phase: rec.shown_phase(now),
         none: rec.history.is_empty(),
         on_disk,
+        booted,
         placed,
         failed,
         silent: rec.is_silent(now),
@@ -115,11 +131,17 @@ mod tests {
         store.save(&lock, &rec).unwrap();
         drop(lock);
         let s = seen(&files, "n1").unwrap();
-        assert!(s.on_disk && !s.none && s.failed.is_none(), "{s:?}");
+        assert!(s.on_disk && !s.booted && !s.none && s.failed.is_none(), "{s:?}");
+        let lock = Registry::new(&files).lock().unwrap();
+        rec.apply(Phase::FirstBoot, None, &[], SystemTime::now());
+        store.save(&lock, &rec).unwrap();
+        drop(lock);
+        assert!(seen(&files, "n1").unwrap().booted);
 
         // A new insert: the disk written before it no longer counts.
         record(&files, "edge1", "n1", Phase::MediaInserted, "Cd").unwrap();
-        assert!(!seen(&files, "n1").unwrap().on_disk);
+        let s = seen(&files, "n1").unwrap();
+        assert!(!s.on_disk && !s.booted, "{s:?}");
 
         fail(
             &files,
