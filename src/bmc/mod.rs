@@ -31,8 +31,8 @@ pub mod untrusted;
 
 pub use boot::{BootReport, BootRequest, boot};
 pub use client::{Client, ClientOptions, Retry};
-pub use disk::{DiskBoot, boot_from_disk};
 pub use discover::{Slot, System, cd_slot, find_system, virtual_media};
+pub use disk::{DiskBoot, boot_from_disk};
 pub use error::RedfishError;
 pub use power::{Power, reset};
 pub use serve::{ImageServer, Limits as ImageServerLimits, serve_images};

@@ -94,7 +94,12 @@ fn cd_target(system: &System) -> Result<String> {
 
 /// PATCH `Boot` with target and enabled together (Supermicro falls back to
 /// Once when Enabled is left out), with `If-Match` when the BMC gave an ETag.
-pub(super) fn set_override(client: &Client, system: &System, target: &str, enabled: &str) -> Result<()> {
+pub(super) fn set_override(
+    client: &Client,
+    system: &System,
+    target: &str,
+    enabled: &str,
+) -> Result<()> {
     let body = json!({"Boot": {
         "BootSourceOverrideTarget": target,
         "BootSourceOverrideEnabled": enabled,

@@ -244,9 +244,13 @@ fn install_then_boot_disk(
     timed: &mut impl FnMut(&str, Instant),
 ) -> Result<(), Failure> {
     let t = Instant::now();
-    wait(ctx, node, "the disk to be written", ctx.limits.install, |s| {
-        s.on_disk
-    })?;
+    wait(
+        ctx,
+        node,
+        "the disk to be written",
+        ctx.limits.install,
+        |s| s.on_disk,
+    )?;
     timed("install", t);
     let t = Instant::now();
     leave_installer(ctx, node)?;
@@ -306,7 +310,10 @@ fn to_disk(ctx: &Run, node: &NodeTarget, how: DiskBoot) -> Result<()> {
             ctx.site,
             node.hostname(),
             Phase::PoweredOn,
-            &format!("{}: boots the installed system", power.trim_end_matches('.')),
+            &format!(
+                "{}: boots the installed system",
+                power.trim_end_matches('.')
+            ),
         )?;
     }
     say(node, &lines.join(" "));

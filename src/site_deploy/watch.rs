@@ -70,7 +70,11 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
         .any(|e| {
             matches!(
                 e.phase,
-                Phase::FirstBoot | Phase::JoinStarted | Phase::JoinStep | Phase::Joined | Phase::Placed
+                Phase::FirstBoot
+                    | Phase::JoinStarted
+                    | Phase::JoinStep
+                    | Phase::Joined
+                    | Phase::Placed
             )
         });
     let quiet_seconds = crate::timefmt::parse_rfc3339(&rec.updated_at)
@@ -131,7 +135,10 @@ mod tests {
         store.save(&lock, &rec).unwrap();
         drop(lock);
         let s = seen(&files, "n1").unwrap();
-        assert!(s.on_disk && !s.booted && !s.none && s.failed.is_none(), "{s:?}");
+        assert!(
+            s.on_disk && !s.booted && !s.none && s.failed.is_none(),
+            "{s:?}"
+        );
         let lock = Registry::new(&files).lock().unwrap();
         rec.apply(Phase::FirstBoot, None, &[], SystemTime::now());
         store.save(&lock, &rec).unwrap();
