@@ -141,6 +141,12 @@ pub struct VirtualMedia {
     pub connected_via: Option<String>,
     #[serde(default)]
     pub actions: Option<VirtualMediaActions>,
+    /// The CA certificates it verifies the image server against.
+    #[serde(default)]
+    pub certificates: Option<Link>,
+    /// Whether it verifies the image server's certificate.
+    #[serde(default)]
+    pub verify_certificate: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

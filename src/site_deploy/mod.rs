@@ -66,7 +66,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
 
     // The bundle and the media server, only when a node boots its ISO.
     let limits = opts.limits;
-    let (bundle, media_url) = if booting > 0 {
+    let (bundle, media_url, media_ca) = if booting > 0 {
         if !inventory.image.path().is_file() {
             bail!(
                 "{}: no such ISO; build it with `dcn image build` and set `image` in {}",
@@ -86,13 +86,17 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
         } else {
             tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
         }
-        let tls = if inventory.media.insecure_http {
+        let (tls, ca) = if inventory.media.insecure_http {
             tracing::warn!(
                 "serving the node ISOs over plain HTTP (media.insecureHttp): each holds a join token anyone on the path can read"
             );
-            None
+            (None, None)
         } else {
-            Some(media::control_plane_tls(&host.files)?)
+            let ca = host
+                .files
+                .read_string(crate::paths::CA_CERT)?
+                .context("the dcn CA certificate is missing; is this the control plane?")?;
+            (Some(media::control_plane_tls(&host.files)?), Some(ca))
         };
         let server = media::serve(
             &host.files,
@@ -102,9 +106,9 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
             tls,
         )?;
         tracing::info!("site {site}: node ISOs served at {}", server.base_url);
-        (Some(b), Some(server.base_url))
+        (Some(b), Some(server.base_url), ca)
     } else {
-        (None, None)
+        (None, None, None)
     };
 
     let empty = PathBuf::new();
@@ -115,6 +119,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
         bundle: bundle.as_ref().map_or(&empty, |b| &b.path),
         ca_pin: bundle.as_ref().map_or("", |b| b.pin.as_str()),
         media_url: media_url.as_deref().unwrap_or(""),
+        media_ca: media_ca.as_deref(),
         limits,
     };
     let runs = run_all(&ctx, &targets, &starts, opts.parallel.max(1));

@@ -42,6 +42,9 @@ pub struct Run<'a> {
     pub ca_pin: &'a str,
     /// The media server's base URL.
     pub media_url: &'a str,
+    /// The CA of the media server's certificate (HTTPS), for BMCs that can
+    /// verify it.
+    pub media_ca: Option<&'a str>,
     pub limits: Limits,
 }
 
@@ -205,6 +208,18 @@ fn connect(node: &NodeTarget) -> Result<(Client, bmc::System)> {
 
 fn boot(ctx: &Run, node: &NodeTarget, url: &str) -> Result<()> {
     let (client, system) = connect(node)?;
+    if let Some(ca) = ctx.media_ca {
+        let slot = bmc::cd_slot(&client, &system)?;
+        match bmc::trust_media_ca(&client, &slot, ca)? {
+            bmc::MediaTrust::Verified => {
+                say(node, "its BMC verifies the media server against the dcn CA")
+            }
+            bmc::MediaTrust::Unsupported(why) => tracing::warn!(
+                "{}: its BMC cannot be told to verify the media server ({why}): it fetches the ISO, which holds a join token, without checking whom from",
+                node.hostname()
+            ),
+        }
+    }
     let report = bmc::boot(
         &client,
         &system,
