@@ -315,6 +315,7 @@ fn container_spec(dir: &Path, state: &LabState, h: &HostState) -> Result<contain
             (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
             (state.repo.clone(), REPO_MOUNT.into()),
         ],
+        binds: Vec::new(),
         log: dir.join("logs").join(format!("{}.console.log", h.name)),
     })
 }
