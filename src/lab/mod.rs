@@ -7,7 +7,9 @@
 
 mod container;
 pub mod guest;
+mod join;
 mod layer;
+mod manage;
 mod memory;
 mod net;
 mod repo;
@@ -15,6 +17,7 @@ pub(crate) mod rootfs;
 mod state;
 
 pub use container::ContainerRunner;
+pub use manage::{HostStatus, down, exec, link, restart, status};
 pub use state::{HostState, LabState};
 
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
@@ -217,7 +220,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         timer.report.control_plane_memory = Some(m);
         if opts.edges > 0 {
             let joins = timer.phase("edge sites (dcn bundle export, dcn join)", || {
-                join_edges(&opts.dir, &state)
+                join::join_edges(&opts.dir, &state)
             })?;
             timer.report.edge_joins = joins;
         }
@@ -320,26 +323,6 @@ fn container_spec(dir: &Path, state: &LabState, h: &HostState) -> Result<contain
     })
 }
 
-/// Power a lab host off and boot it again (its disk is kept). Returns the
-/// seconds until its systemd reported running.
-pub fn restart(dir: &Path, host: &str) -> Result<f64> {
-    require_root()?;
-    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
-    let h = state.host(host)?.clone();
-    if let Some(nspawn) = h.nspawn_pid {
-        container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
-    }
-    let spec = container_spec(dir, &state, &h)?;
-    let t = Instant::now();
-    let (nspawn, init) = container::boot(&spec, Duration::from_secs(180))?;
-    let booted = t.elapsed().as_secs_f64();
-    let hm = state.host_mut(host).expect("exists");
-    hm.nspawn_pid = Some(nspawn);
-    hm.init_pid = Some(init);
-    state.save(dir)?;
-    Ok(booted)
-}
-
 /// /etc/hosts entries for every lab host.
 fn hosts_file(state: &LabState) -> String {
     let mut s = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
@@ -395,207 +378,4 @@ fn require_root() -> Result<()> {
         bail!("the lab creates network namespaces, mounts and containers: run it as root");
     }
     Ok(())
-}
-
-/// Remove everything the lab in `dir` created: containers, mounts,
-/// namespaces (and their veths), and the containers' writable layers. The
-/// download cache and `DIR/report.json` and `DIR/logs` stay.
-pub fn down(dir: &Path) -> Result<()> {
-    require_root()?;
-    let runner = SystemRunner::new(false);
-    let Some(state) = LabState::load(dir)? else {
-        tracing::info!("no lab in {}", dir.display());
-        return Ok(());
-    };
-    let mut problems = Vec::new();
-    for h in state.hosts.iter().rev() {
-        if let Some(nspawn) = h.nspawn_pid
-            && let Err(e) = container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(60))
-        {
-            problems.push(format!("{e:#}"));
-        }
-    }
-    for m in state.mounts.iter().rev() {
-        if let Err(e) = rootfs::unmount(&runner, m) {
-            problems.push(format!("{e:#}"));
-        }
-    }
-    for ns in state.namespaces.iter().rev() {
-        if let Err(e) = net::delete_netns(&runner, ns) {
-            problems.push(format!("{e:#}"));
-        }
-    }
-    if !problems.is_empty() {
-        bail!(
-            "could not remove everything; run `dcn lab down` again after fixing:\n{}",
-            problems.join("\n")
-        );
-    }
-    let hosts = dir.join("hosts");
-    if hosts.exists() {
-        std::fs::remove_dir_all(&hosts).with_context(|| format!("removing {}", hosts.display()))?;
-    }
-    std::fs::remove_file(LabState::path(dir))?;
-    Ok(())
-}
-
-/// One line per host: name, role, address, running or not.
-pub fn status(dir: &Path) -> Result<Vec<HostStatus>> {
-    let state = LabState::load(dir)?
-        .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
-    Ok(state
-        .hosts
-        .iter()
-        .map(|h| HostStatus {
-            name: h.name.clone(),
-            role: h.role.clone(),
-            site: h.site.clone(),
-            address: h.address.clone(),
-            running: h.nspawn_pid.is_some_and(container::alive),
-            link_up: link_is_up(&h.router_link),
-        })
-        .collect())
-}
-
-/// A lab host's state.
-#[derive(Debug, Serialize)]
-pub struct HostStatus {
-    pub name: String,
-    pub role: String,
-    pub site: Option<String>,
-    pub address: String,
-    pub running: bool,
-    pub link_up: bool,
-}
-
-fn link_is_up(link: &str) -> bool {
-    let out = SystemRunner::new(false).run(
-        &Cmd::new("reading a lab link's state", "ip")
-            .args(["-n", &net::router_ns(), "-o", "link", "show", link])
-            .read_only()
-            .unchecked(),
-    );
-    out.map(|o| o.success() && !o.stdout.contains("state DOWN") && o.stdout.contains(",UP"))
-        .unwrap_or(false)
-}
-
-/// Run `argv` inside a lab host, with the terminal attached. Returns its
-/// exit code.
-pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
-    require_root()?;
-    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
-    let h = state.host(host)?;
-    let init = h
-        .init_pid
-        .filter(|p| container::alive(*p))
-        .with_context(|| format!("{host} is not running"))?;
-    let (program, args) = argv.split_first().context("no command given")?;
-    // The control plane's clouds.yaml names its cloud `dcn`.
-    let cmd = Cmd::new(format!("running a command in {host}"), program.clone())
-        .args(args.iter().cloned())
-        .env("OS_CLOUD", "dcn")
-        .unchecked()
-        .timeout(Duration::from_secs(24 * 3600));
-    run_inherited(&ContainerRunner::new(init).wrap(&cmd), true)
-}
-
-/// Cut (`up == false`) or restore a host's link to the router.
-pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
-    require_root()?;
-    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
-    let h = state.host(host)?;
-    net::set_link(&SystemRunner::new(false), &h.router_link, up)
-}
-
-/// Export a bundle per edge site on the control plane, hand each to its
-/// edge host, and run `dcn join` on all edges at once (each logs to
-/// `DIR/logs/<host>.join.log`), as an operator would with the printed pin.
-fn join_edges(dir: &Path, state: &LabState) -> Result<Vec<EdgeJoin>> {
-    let cp = state.host("cp")?;
-    let cp_runner = ContainerRunner::new(cp.init_pid.context("the control plane is not running")?);
-    let mut jobs = Vec::new();
-    for edge in state
-        .hosts
-        .iter()
-        .filter(|h| h.role == "edge" && h.site.is_some())
-    {
-        let site = edge.site.clone().context("an edge without a site")?;
-        let bundle = format!("/root/{site}.tar.gz");
-        let out = cp_runner.run(
-            &Cmd::new(format!("exporting the bundle of site {site}"), "dcn")
-                .args(["bundle", "export", "--site", &site, "-o", &bundle])
-                .timeout(Duration::from_secs(300)),
-        )?;
-        let pin = out
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("CA pin: "))
-            .context("`dcn bundle export` printed no CA pin")?
-            .to_string();
-        let from = cp.rootfs.join(bundle.trim_start_matches('/'));
-        let to = edge.rootfs.join(bundle.trim_start_matches('/'));
-        std::fs::copy(&from, &to)
-            .with_context(|| format!("copying the bundle to {}", edge.name))?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))?;
-        let init = edge
-            .init_pid
-            .with_context(|| format!("{} is not running", edge.name))?;
-        let log = dir.join("logs").join(format!("{}.join.log", edge.name));
-        let name = edge.name.clone();
-        jobs.push(std::thread::spawn(move || {
-            let started = Instant::now();
-            let out = ContainerRunner::new(init).run(
-                &Cmd::new(format!("joining {name}"), "dcn")
-                    .args([
-                        "join",
-                        &bundle,
-                        "--ca-pin",
-                        &pin,
-                        "--packages",
-                        &format!("local:{REPO_MOUNT}"),
-                    ])
-                    .timeout(Duration::from_secs(30 * 60))
-                    .unchecked(),
-            );
-            let seconds = started.elapsed().as_secs_f64();
-            let (ok, text) = match out {
-                Ok(o) => (o.success(), format!("{}{}", o.stdout, o.stderr)),
-                Err(e) => (false, format!("{e:#}")),
-            };
-            let _ = std::fs::write(&log, &text);
-            tracing::info!(
-                "  {name}: {} in {seconds:.1}s (log {})",
-                if ok { "joined" } else { "FAILED" },
-                log.display()
-            );
-            (
-                EdgeJoin {
-                    host: name,
-                    seconds,
-                    ok,
-                },
-                text,
-            )
-        }));
-    }
-    let mut joins = Vec::new();
-    let mut failed = Vec::new();
-    for j in jobs {
-        let (join, text) = j
-            .join()
-            .map_err(|_| anyhow::anyhow!("a join thread panicked"))?;
-        if !join.ok {
-            failed.push(format!(
-                "{}:\n{}",
-                join.host,
-                crate::host::command::tail_lines(&text, 15)
-            ));
-        }
-        joins.push(join);
-    }
-    if !failed.is_empty() {
-        bail!("some edges did not join:\n{}", failed.join("\n"));
-    }
-    Ok(joins)
 }
