@@ -1,7 +1,7 @@
 //! Managing a lab that is up: `dcn lab down|status|exec|restart|link`.
 
 use super::container::{self, ContainerRunner};
-use super::state::LabState;
+use super::state::{LabState, VmState};
 use super::{container_spec, net, require_root, rootfs};
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
 use anyhow::{Context, Result, bail};
@@ -29,9 +29,11 @@ pub fn restart(dir: &Path, host: &str) -> Result<f64> {
     Ok(booted)
 }
 
-/// Remove everything the lab in `dir` created: containers, mounts,
-/// namespaces (and their veths), and the containers' writable layers. The
-/// download cache and `DIR/report.json` and `DIR/logs` stay.
+/// Remove everything the lab in `dir` created: containers (stopping a BMC
+/// container is a power cut for its VMs, whose disks live in its writable
+/// layer), mounts, namespaces (and their veths), the containers' writable
+/// layers, and the bare-metal site's inventory. The download cache and
+/// `DIR/report.json` and `DIR/logs` (serial logs included) stay.
 pub fn down(dir: &Path) -> Result<()> {
     require_root()?;
     let runner = SystemRunner::new(false);
@@ -67,15 +69,17 @@ pub fn down(dir: &Path) -> Result<()> {
     if hosts.exists() {
         std::fs::remove_dir_all(&hosts).with_context(|| format!("removing {}", hosts.display()))?;
     }
+    super::bare_metal::remove_host_files(dir)?;
     std::fs::remove_file(LabState::path(dir))?;
     Ok(())
 }
 
-/// One line per host: name, role, address, running or not.
-pub fn status(dir: &Path) -> Result<Vec<HostStatus>> {
+/// Each host (name, role, address, running or not, its link) and each
+/// bare-metal VM (its power, read through its BMC container).
+pub fn status(dir: &Path) -> Result<LabStatus> {
     let state = LabState::load(dir)?
         .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
-    Ok(state
+    let hosts = state
         .hosts
         .iter()
         .map(|h| HostStatus {
@@ -86,7 +90,26 @@ pub fn status(dir: &Path) -> Result<Vec<HostStatus>> {
             running: h.nspawn_pid.is_some_and(container::alive),
             link_up: link_is_up(&h.router_link),
         })
-        .collect())
+        .collect();
+    let vms = state
+        .vms
+        .iter()
+        .map(|vm| {
+            let bmc = state.host(&vm.bmc_host).ok().and_then(|h| h.init_pid);
+            VmStatus {
+                power: super::bare_metal::vm_power(bmc, &vm.name),
+                vm: vm.clone(),
+            }
+        })
+        .collect();
+    Ok(LabStatus { hosts, vms })
+}
+
+/// What `dcn lab status` shows.
+#[derive(Debug, Serialize)]
+pub struct LabStatus {
+    pub hosts: Vec<HostStatus>,
+    pub vms: Vec<VmStatus>,
 }
 
 /// A lab host's state.
@@ -98,6 +121,15 @@ pub struct HostStatus {
     pub address: String,
     pub running: bool,
     pub link_up: bool,
+}
+
+/// A bare-metal VM and its power (`running`, `shut off`, … or `unknown`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmStatus {
+    #[serde(flatten)]
+    pub vm: VmState,
+    pub power: String,
 }
 
 fn link_is_up(link: &str) -> bool {

@@ -5,6 +5,7 @@
 //! `dcn standalone init` inside the control-plane container, and is both the
 //! try-it-on-one-machine path and the end-to-end test rig.
 
+pub mod bare_metal;
 mod container;
 pub mod guest;
 mod join;
@@ -17,8 +18,8 @@ pub(crate) mod rootfs;
 mod state;
 
 pub use container::ContainerRunner;
-pub use manage::{HostStatus, down, exec, link, restart, status};
-pub use state::{HostState, LabState};
+pub use manage::{HostStatus, LabStatus, VmStatus, down, exec, link, restart, status};
+pub use state::{HostState, LabState, VmKind, VmState};
 
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
 use anyhow::{Context, Result, bail};
@@ -56,6 +57,12 @@ pub struct UpOptions {
     pub dcn_binary: PathBuf,
     /// Config for the control plane (defaults to the lab's).
     pub config: Option<PathBuf>,
+    /// Bare-metal nodes (qemu VMs behind a Redfish BMC) in site `bm1`.
+    pub bare_metal: u8,
+    /// Also the nodes that must fail to deploy (`bm1-nodisk`, `bm1-badpw`).
+    pub bare_metal_failures: bool,
+    /// The generic edge ISO for `site deploy` (with `bare_metal`).
+    pub edge_iso: PathBuf,
 }
 
 /// Phase timings, written to `DIR/report.json`.
@@ -68,6 +75,10 @@ pub struct Report {
     pub control_plane_memory: Option<memory::MemoryUse>,
     /// Each edge's `dcn join`.
     pub edge_joins: Vec<EdgeJoin>,
+    /// The bare-metal site's inventory (on this machine; its paths are the
+    /// control plane's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare_metal_inventory: Option<PathBuf>,
 }
 
 /// One edge's join, timed.
@@ -127,6 +138,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         None => default_config(),
     };
     crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;
+    let bm_site = bare_metal::plan(opts)?;
     let runner = SystemRunner::new(false);
     let mut timer = Timer {
         report: Report::default(),
@@ -135,7 +147,9 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     let recipes = crate::recipes::Recipes::embedded()?;
     let packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
 
-    timer.phase("host tools", || install_host_tools(&runner))?;
+    timer.phase("host tools", || {
+        install_host_tools(&runner, bm_site.is_some())
+    })?;
     let base = timer.phase("base root filesystem", || {
         rootfs::ensure_base(&runner, &opts.cache)
     })?;
@@ -143,7 +157,14 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         repo::ensure_repo(&runner, &opts.cache, &base, &packages)
     })?;
     let guest = timer.phase("guest image", || guest::ensure(&runner, &opts.cache))?;
-    let edge_layer = if opts.edge_layer && opts.edges + opts.spare > 0 {
+    let wheelhouse = match &bm_site {
+        Some(_) => Some(timer.phase("BMC emulator wheelhouse", || {
+            bare_metal::ensure_wheelhouse(&runner, &opts.cache)
+        })?),
+        None => None,
+    };
+    // The BMC container runs libvirt and qemu from the edge layer.
+    let edge_layer = if (opts.edge_layer && opts.edges + opts.spare > 0) || bm_site.is_some() {
         let edge_packages = recipes.packages_for_roles(&["edge"])?;
         let units = recipes.units_for_roles(&["edge"])?;
         Some(timer.phase("edge layer (edge packages preinstalled)", || {
@@ -153,6 +174,10 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         None
     };
 
+    let material = bm_site
+        .as_ref()
+        .map(bare_metal::Material::generate)
+        .transpose()?;
     let mut state = LabState::default();
     let result = (|| -> Result<()> {
         timer.phase("network", || {
@@ -164,17 +189,24 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
                 let n = net::HostNet::new(&name, i as u8);
                 net::create_host(&runner, &n)?;
                 state.namespaces.push(n.netns.clone());
-                state.hosts.push(HostState {
-                    name,
-                    role: role.into(),
-                    site,
-                    netns: n.netns,
-                    router_link: n.router_link,
-                    address: n.address.to_string(),
-                    rootfs: PathBuf::new(),
-                    nspawn_pid: None,
-                    init_pid: None,
-                });
+                state.hosts.push(HostState::planned(name, role, site, &n));
+                state.save(&opts.dir)?;
+            }
+            if let Some(site) = &bm_site {
+                net::create_host(&runner, &site.net)?;
+                state.namespaces.push(site.net.netns.clone());
+                net::bridge_uplink(&runner, &site.net)?;
+                state.hosts.push(HostState::planned(
+                    bare_metal::BMC_HOST.into(),
+                    bare_metal::BMC_ROLE,
+                    Some(bare_metal::SITE.into()),
+                    &site.net,
+                ));
+                state.vms = site.vm_states(&opts.dir);
+                let iso = std::fs::canonicalize(&opts.edge_iso)
+                    .with_context(|| format!("finding {}", opts.edge_iso.display()))?;
+                state.edge_iso = Some(iso);
+                state.wheelhouse = wheelhouse.clone();
                 state.save(&opts.dir)?;
             }
             Ok(())
@@ -187,9 +219,34 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
                 edge_layer.as_deref(),
                 &repo,
                 &config_text,
+                bm_site.as_ref().zip(material.as_ref()),
                 &mut state,
             )
         })?;
+        if let (Some(site), Some(m)) = (&bm_site, &material) {
+            let what = format!(
+                "bare-metal site {} (BMC emulator, {} VMs)",
+                bare_metal::SITE,
+                site.vms.len()
+            );
+            timer.phase(&what, || {
+                let init = |name: &str| -> Result<u32> {
+                    state
+                        .host(name)?
+                        .init_pid
+                        .with_context(|| format!("{name} is not running"))
+                };
+                bare_metal::set_up_bmc(
+                    &ContainerRunner::new(init(bare_metal::BMC_HOST)?),
+                    &state.host(bare_metal::BMC_HOST)?.rootfs,
+                    &ContainerRunner::new(init("cp")?),
+                    site,
+                    m,
+                    Duration::from_secs(120),
+                )
+            })?;
+            timer.report.bare_metal_inventory = Some(opts.dir.join(bare_metal::HOST_INVENTORY));
+        }
         timer.phase("control plane (dcn standalone init)", || {
             let cp = state.host("cp")?;
             let init = cp
@@ -274,14 +331,17 @@ fn boot_all(
     edge_layer: Option<&Path>,
     repo: &Path,
     config_text: &str,
+    bm: Option<(&bare_metal::Site, &bare_metal::Material)>,
     state: &mut LabState,
 ) -> Result<()> {
     let hosts_file = hosts_file(state);
     let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
     for name in names {
         let host_dir = opts.dir.join("hosts").join(&name);
-        let lowers: Vec<&Path> = match (name.as_str(), edge_layer) {
-            ("cp", _) | (_, None) => vec![base],
+        let role = state.host(&name)?.role.clone();
+        let lowers: Vec<&Path> = match (role.as_str(), edge_layer) {
+            ("controller", _) | (_, None) => vec![base],
+            ("edge", Some(_)) if !opts.edge_layer => vec![base],
             (_, Some(layer)) => vec![layer, base],
         };
         let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
@@ -292,6 +352,14 @@ fn boot_all(
         if name == "cp" {
             std::fs::create_dir_all(rootfs.join("etc/dcn"))?;
             std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
+        }
+        if let Some((site, m)) = bm {
+            if name == "cp" {
+                let cp = net::HostNet::new("cp", 0).address;
+                bare_metal::seed_control_plane(&rootfs, &opts.dir, site, m, cp)?;
+            } else if role == bare_metal::BMC_ROLE {
+                bare_metal::seed_bmc(runner, &rootfs, site, m, &opts.dir)?;
+            }
         }
         std::fs::create_dir_all(opts.dir.join("logs"))?;
         state.dcn_binary = opts.dcn_binary.clone();
@@ -310,15 +378,18 @@ fn boot_all(
 
 /// How to boot a lab host's container.
 fn container_spec(dir: &Path, state: &LabState, h: &HostState) -> Result<container::ContainerSpec> {
+    let mut binds_ro = vec![
+        (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
+        (state.repo.clone(), REPO_MOUNT.into()),
+    ];
+    let (ro, binds) = bare_metal::binds(dir, state, &h.role);
+    binds_ro.extend(ro);
     Ok(container::ContainerSpec {
         name: h.name.clone(),
         rootfs: h.rootfs.clone(),
         netns: h.netns.clone(),
-        binds_ro: vec![
-            (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
-            (state.repo.clone(), REPO_MOUNT.into()),
-        ],
-        binds: Vec::new(),
+        binds_ro,
+        binds,
         log: dir.join("logs").join(format!("{}.console.log", h.name)),
     })
 }
@@ -340,9 +411,17 @@ fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
     Ok(())
 }
 
-fn install_host_tools(runner: &dyn Runner) -> Result<()> {
+/// Install the host tools that are missing; with a bare-metal site also
+/// pip (the BMC emulator's wheels are downloaded here).
+fn install_host_tools(runner: &dyn Runner, bare_metal: bool) -> Result<()> {
+    let pip: &[(&str, &str)] = if bare_metal {
+        &[("pip3", "python3-pip")]
+    } else {
+        &[]
+    };
     let missing: Vec<String> = HOST_TOOLS
         .iter()
+        .chain(pip)
         .filter(|(tool, _)| !on_path(tool))
         .map(|(_, pkg)| pkg.to_string())
         .collect();
