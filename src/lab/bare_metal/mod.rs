@@ -269,7 +269,7 @@ pub fn plan(opts: &UpOptions) -> Result<Option<Site>> {
     }
     if !opts.edge_iso.is_file() {
         bail!(
-            "the edge ISO {iso} does not exist; the bare-metal nodes boot it through their BMC. Build it with `dcn image build --recipe images/edge -o {iso}` (the image test, tests/image_e2e.rs, builds it at {DEFAULT_EDGE_ISO}), or name one with --edge-iso FILE",
+            "the edge ISO {iso} does not exist; the bare-metal nodes boot it through their BMC. Build it with `dcn image build -o {iso}` (the image test, tests/image_e2e.rs, builds it at {DEFAULT_EDGE_ISO}), or name one with --edge-iso FILE",
             iso = opts.edge_iso.display()
         );
     }
