@@ -215,9 +215,11 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             boot_all(
                 &runner,
                 opts,
-                &base,
-                edge_layer.as_deref(),
-                &repo,
+                Layers {
+                    base: &base,
+                    edge: edge_layer.as_deref(),
+                    repo: &repo,
+                },
                 &config_text,
                 bm_site.as_ref().zip(material.as_ref()),
                 &mut state,
@@ -324,12 +326,18 @@ fn default_config() -> String {
     )
 }
 
+/// What the containers are made of: the base root filesystem, the edge
+/// layer (when made) and the package repository.
+struct Layers<'a> {
+    base: &'a Path,
+    edge: Option<&'a Path>,
+    repo: &'a Path,
+}
+
 fn boot_all(
     runner: &dyn Runner,
     opts: &UpOptions,
-    base: &Path,
-    edge_layer: Option<&Path>,
-    repo: &Path,
+    layers: Layers<'_>,
     config_text: &str,
     bm: Option<(&bare_metal::Site, &bare_metal::Material)>,
     state: &mut LabState,
@@ -339,6 +347,7 @@ fn boot_all(
     for name in names {
         let host_dir = opts.dir.join("hosts").join(&name);
         let role = state.host(&name)?.role.clone();
+        let (base, edge_layer) = (layers.base, layers.edge);
         let lowers: Vec<&Path> = match (role.as_str(), edge_layer) {
             ("controller", _) | (_, None) => vec![base],
             ("edge", Some(_)) if !opts.edge_layer => vec![base],
@@ -363,7 +372,7 @@ fn boot_all(
         }
         std::fs::create_dir_all(opts.dir.join("logs"))?;
         state.dcn_binary = opts.dcn_binary.clone();
-        state.repo = repo.to_path_buf();
+        state.repo = layers.repo.to_path_buf();
         let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
         let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;

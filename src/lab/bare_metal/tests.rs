@@ -159,7 +159,7 @@ fn seeding_writes_the_bmc_files_and_enables_its_units() {
 fn answering_bmc() -> RecordingRunner {
     RecordingRunner::answering(|cmd: &Cmd| {
         if cmd.args.iter().any(|a| a.contains("bcrypt")) {
-            assert_eq!(cmd.stdin.is_some(), true, "the password goes on stdin");
+            assert!(cmd.stdin.is_some(), "the password goes on stdin");
             CmdOutput::ok("$2b$05$abcdefghijklmnopqrstuv\n")
         } else {
             CmdOutput::ok("")
