@@ -286,6 +286,9 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
                 edge_layer: !args.no_edge_layer,
                 dcn_binary,
                 config: args.config,
+                bare_metal: args.bare_metal,
+                bare_metal_failures: args.bare_metal_failures,
+                edge_iso: args.edge_iso,
             })?;
             println!("The lab is up ({:.0}s). Phases:", report.total_seconds);
             for p in &report.phases {
@@ -295,6 +298,15 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
                 "Timings are in {}.",
                 args.dir.dir.join("report.json").display()
             );
+            if let Some(inventory) = &report.bare_metal_inventory {
+                println!(
+                    "Bare-metal site {}: inventory {} (in cp: {}). Deploy it with:\n  dcn lab exec cp -- dcn site deploy {}",
+                    crate::lab::bare_metal::SITE,
+                    inventory.display(),
+                    crate::lab::bare_metal::CP_INVENTORY,
+                    crate::lab::bare_metal::CP_INVENTORY
+                );
+            }
             println!("Try: dcn lab exec cp -- openstack server list");
             Ok(ExitCode::SUCCESS)
         }
@@ -304,26 +316,10 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Status { dir, output } => {
-            let hosts = crate::lab::status(&dir.dir)?;
+            let status = crate::lab::status(&dir.dir)?;
             match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&hosts)?),
-                OutputFormat::Text => {
-                    println!(
-                        "{:<8} {:<11} {:<8} {:<13} {:<8} LINK",
-                        "HOST", "ROLE", "SITE", "ADDRESS", "STATE"
-                    );
-                    for h in hosts {
-                        println!(
-                            "{:<8} {:<11} {:<8} {:<13} {:<8} {}",
-                            h.name,
-                            h.role,
-                            h.site.as_deref().unwrap_or("-"),
-                            h.address,
-                            if h.running { "running" } else { "stopped" },
-                            if h.link_up { "up" } else { "down" }
-                        );
-                    }
-                }
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+                OutputFormat::Text => print_lab_status(&status),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -344,6 +340,42 @@ fn lab(cmd: LabCommand) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+fn print_lab_status(status: &crate::lab::LabStatus) {
+    println!(
+        "{:<8} {:<11} {:<8} {:<13} {:<8} LINK",
+        "HOST", "ROLE", "SITE", "ADDRESS", "STATE"
+    );
+    for h in &status.hosts {
+        println!(
+            "{:<8} {:<11} {:<8} {:<13} {:<8} {}",
+            h.name,
+            h.role,
+            h.site.as_deref().unwrap_or("-"),
+            h.address,
+            if h.running { "running" } else { "stopped" },
+            if h.link_up { "up" } else { "down" }
+        );
+    }
+    if status.vms.is_empty() {
+        return;
+    }
+    println!(
+        "\n{:<11} {:<8} {:<13} {:<18} {:<9} SERIAL LOG",
+        "VM", "SITE", "ADDRESS", "MAC", "POWER"
+    );
+    for v in &status.vms {
+        println!(
+            "{:<11} {:<8} {:<13} {:<18} {:<9} {}",
+            v.vm.name,
+            v.vm.site,
+            v.vm.address,
+            v.vm.mac,
+            v.power,
+            v.vm.serial_log.display()
+        );
     }
 }
 

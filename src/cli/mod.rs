@@ -381,6 +381,22 @@ pub struct LabUpArgs {
     /// StandaloneConfig for the control plane (default: the lab's own)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Bare-metal edge nodes: qemu VMs behind a Redfish BMC emulator, in site bm1
+    ///
+    /// Each node is a VM of 2 vCPUs and 3 GiB (software emulation) on the
+    /// site's own routed subnet, powered off, with a blank 16 GiB disk; the
+    /// container bm1-bmc runs libvirt and the sushy-tools emulator that
+    /// drives them. The lab writes the site's inventory to DIR/bm1.inventory.yaml
+    /// and into cp at /etc/dcn/inventory/bm1.yaml: deploy them with
+    /// `dcn lab exec cp -- dcn site deploy /etc/dcn/inventory/bm1.yaml`.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub bare_metal: u8,
+    /// Add two nodes that must fail to deploy: bm1-nodisk (its VM has no disk) and bm1-badpw (a wrong BMC password)
+    #[arg(long)]
+    pub bare_metal_failures: bool,
+    /// The generic edge ISO (`dcn image build`) bare-metal nodes boot; bound into cp for `site deploy`
+    #[arg(long, value_name = "FILE", default_value = crate::lab::bare_metal::DEFAULT_EDGE_ISO)]
+    pub edge_iso: PathBuf,
 }
 
 /// A link state.

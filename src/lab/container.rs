@@ -16,6 +16,8 @@ pub struct ContainerSpec {
     pub netns: String,
     /// (host path, container path) bound read-only.
     pub binds_ro: Vec<(PathBuf, String)>,
+    /// (host path, container path) bound writable.
+    pub binds: Vec<(PathBuf, String)>,
     /// Console output goes here.
     pub log: PathBuf,
 }
@@ -44,6 +46,9 @@ pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
         .arg("--bind=/dev/net/tun");
     for (host, inside) in &spec.binds_ro {
         cmd = cmd.arg(format!("--bind-ro={}:{inside}", host.display()));
+    }
+    for (host, inside) in &spec.binds {
+        cmd = cmd.arg(format!("--bind={}:{inside}", host.display()));
     }
     cmd = cmd.args(["--", "systemd.show_status=false"]);
     let nspawn = spawn_daemon(&cmd, &spec.log)?;
@@ -145,13 +150,19 @@ fn find_init(nspawn: u32) -> Option<u32> {
     None
 }
 
-/// Stop a container: `poweroff` inside, wait, then kill nspawn if needed.
+/// Stop a container: `poweroff` inside, wait, then kill it if needed.
+///
+/// Killing nspawn alone does not end a container: its systemd and whatever
+/// it runs (qemu guests in the bare-metal BMC) live on, reparented to PID 1.
+/// So after the timeout the container's init is killed first, which ends
+/// its whole PID namespace, then nspawn.
 pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Result<()> {
     if !alive(nspawn) {
         reap(nspawn);
         return Ok(());
     }
-    if let Some(init) = init.filter(|p| alive(*p)) {
+    let init = init.filter(|p| alive(*p) && is_descendant(*p, nspawn));
+    if let Some(init) = init {
         let _ = ContainerRunner::new(init).run(
             &Cmd::new(format!("powering off container {name}"), "systemctl")
                 .arg("poweroff")
@@ -168,12 +179,16 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
             "container {name} did not power off within {}s; killing it",
             timeout.as_secs()
         );
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(nspawn as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        for pid in kill_order(init, nspawn) {
+            if alive(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while alive(nspawn) && Instant::now() < deadline {
+        while (alive(nspawn) || init.is_some_and(alive)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -181,7 +196,39 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
     if alive(nspawn) {
         bail!("container {name} (nspawn PID {nspawn}) is still running after SIGKILL");
     }
+    if let Some(init) = init.filter(|p| alive(*p)) {
+        bail!("container {name}: its systemd (PID {init}) is still running after SIGKILL");
+    }
     Ok(())
+}
+
+/// What to SIGKILL when a container will not stop: its init first (that
+/// ends its PID namespace, guests included), then nspawn.
+fn kill_order(init: Option<u32>, nspawn: u32) -> Vec<u32> {
+    init.into_iter().chain([nspawn]).collect()
+}
+
+/// Whether `pid` descends from `ancestor` (a recorded init PID may have
+/// been reused by an unrelated process after a host reboot).
+fn is_descendant(pid: u32, ancestor: u32) -> bool {
+    let mut p = pid;
+    for _ in 0..16 {
+        let Some((_, ppid)) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .as_deref()
+            .and_then(stat_fields)
+        else {
+            return false;
+        };
+        if ppid == ancestor {
+            return true;
+        }
+        if ppid <= 1 {
+            return false;
+        }
+        p = ppid;
+    }
+    false
 }
 
 /// Collect the exit status if the process is our child (same `dcn`
@@ -281,6 +328,21 @@ mod tests {
         assert_eq!(stat_fields(stat), Some(('S', 42)));
         assert!(alive(std::process::id()));
         assert!(!alive(u32::MAX - 1));
+    }
+
+    #[test]
+    fn a_stuck_container_loses_its_init_before_nspawn() {
+        assert_eq!(kill_order(Some(20), 10), vec![20, 10]);
+        assert_eq!(kill_order(None, 10), vec![10]);
+    }
+
+    #[test]
+    fn descent_is_read_from_proc() {
+        let me = std::process::id();
+        let parent = nix::unistd::getppid().as_raw() as u32;
+        assert!(is_descendant(me, parent));
+        assert!(!is_descendant(parent, me));
+        assert!(!is_descendant(u32::MAX - 1, me));
     }
 
     #[test]

@@ -5,9 +5,12 @@
 //! `dcn standalone init` inside the control-plane container, and is both the
 //! try-it-on-one-machine path and the end-to-end test rig.
 
+pub mod bare_metal;
 mod container;
 pub mod guest;
+mod join;
 mod layer;
+mod manage;
 mod memory;
 mod net;
 mod repo;
@@ -15,7 +18,8 @@ pub(crate) mod rootfs;
 mod state;
 
 pub use container::ContainerRunner;
-pub use state::{HostState, LabState};
+pub use manage::{HostStatus, LabStatus, VmStatus, down, exec, link, restart, status};
+pub use state::{HostState, LabState, VmKind, VmState};
 
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
 use anyhow::{Context, Result, bail};
@@ -53,6 +57,12 @@ pub struct UpOptions {
     pub dcn_binary: PathBuf,
     /// Config for the control plane (defaults to the lab's).
     pub config: Option<PathBuf>,
+    /// Bare-metal nodes (qemu VMs behind a Redfish BMC) in site `bm1`.
+    pub bare_metal: u8,
+    /// Also the nodes that must fail to deploy (`bm1-nodisk`, `bm1-badpw`).
+    pub bare_metal_failures: bool,
+    /// The generic edge ISO for `site deploy` (with `bare_metal`).
+    pub edge_iso: PathBuf,
 }
 
 /// Phase timings, written to `DIR/report.json`.
@@ -65,6 +75,10 @@ pub struct Report {
     pub control_plane_memory: Option<memory::MemoryUse>,
     /// Each edge's `dcn join`.
     pub edge_joins: Vec<EdgeJoin>,
+    /// The bare-metal site's inventory (on this machine; its paths are the
+    /// control plane's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bare_metal_inventory: Option<PathBuf>,
 }
 
 /// One edge's join, timed.
@@ -124,6 +138,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         None => default_config(),
     };
     crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;
+    let bm_site = bare_metal::plan(opts)?;
     let runner = SystemRunner::new(false);
     let mut timer = Timer {
         report: Report::default(),
@@ -132,7 +147,9 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     let recipes = crate::recipes::Recipes::embedded()?;
     let packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
 
-    timer.phase("host tools", || install_host_tools(&runner))?;
+    timer.phase("host tools", || {
+        install_host_tools(&runner, bm_site.is_some())
+    })?;
     let base = timer.phase("base root filesystem", || {
         rootfs::ensure_base(&runner, &opts.cache)
     })?;
@@ -140,7 +157,14 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         repo::ensure_repo(&runner, &opts.cache, &base, &packages)
     })?;
     let guest = timer.phase("guest image", || guest::ensure(&runner, &opts.cache))?;
-    let edge_layer = if opts.edge_layer && opts.edges + opts.spare > 0 {
+    let wheelhouse = match &bm_site {
+        Some(_) => Some(timer.phase("BMC emulator wheelhouse", || {
+            bare_metal::ensure_wheelhouse(&runner, &opts.cache)
+        })?),
+        None => None,
+    };
+    // The BMC container runs libvirt and qemu from the edge layer.
+    let edge_layer = if (opts.edge_layer && opts.edges + opts.spare > 0) || bm_site.is_some() {
         let edge_packages = recipes.packages_for_roles(&["edge"])?;
         let units = recipes.units_for_roles(&["edge"])?;
         Some(timer.phase("edge layer (edge packages preinstalled)", || {
@@ -150,6 +174,10 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         None
     };
 
+    let material = bm_site
+        .as_ref()
+        .map(bare_metal::Material::generate)
+        .transpose()?;
     let mut state = LabState::default();
     let result = (|| -> Result<()> {
         timer.phase("network", || {
@@ -161,17 +189,24 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
                 let n = net::HostNet::new(&name, i as u8);
                 net::create_host(&runner, &n)?;
                 state.namespaces.push(n.netns.clone());
-                state.hosts.push(HostState {
-                    name,
-                    role: role.into(),
-                    site,
-                    netns: n.netns,
-                    router_link: n.router_link,
-                    address: n.address.to_string(),
-                    rootfs: PathBuf::new(),
-                    nspawn_pid: None,
-                    init_pid: None,
-                });
+                state.hosts.push(HostState::planned(name, role, site, &n));
+                state.save(&opts.dir)?;
+            }
+            if let Some(site) = &bm_site {
+                net::create_host(&runner, &site.net)?;
+                state.namespaces.push(site.net.netns.clone());
+                net::bridge_uplink(&runner, &site.net)?;
+                state.hosts.push(HostState::planned(
+                    bare_metal::BMC_HOST.into(),
+                    bare_metal::BMC_ROLE,
+                    Some(bare_metal::SITE.into()),
+                    &site.net,
+                ));
+                state.vms = site.vm_states(&opts.dir);
+                let iso = std::fs::canonicalize(&opts.edge_iso)
+                    .with_context(|| format!("finding {}", opts.edge_iso.display()))?;
+                state.edge_iso = Some(iso);
+                state.wheelhouse = wheelhouse.clone();
                 state.save(&opts.dir)?;
             }
             Ok(())
@@ -180,13 +215,40 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             boot_all(
                 &runner,
                 opts,
-                &base,
-                edge_layer.as_deref(),
-                &repo,
+                Layers {
+                    base: &base,
+                    edge: edge_layer.as_deref(),
+                    repo: &repo,
+                },
                 &config_text,
+                bm_site.as_ref().zip(material.as_ref()),
                 &mut state,
             )
         })?;
+        if let (Some(site), Some(m)) = (&bm_site, &material) {
+            let what = format!(
+                "bare-metal site {} (BMC emulator, {} VMs)",
+                bare_metal::SITE,
+                site.vms.len()
+            );
+            timer.phase(&what, || {
+                let init = |name: &str| -> Result<u32> {
+                    state
+                        .host(name)?
+                        .init_pid
+                        .with_context(|| format!("{name} is not running"))
+                };
+                bare_metal::set_up_bmc(
+                    &ContainerRunner::new(init(bare_metal::BMC_HOST)?),
+                    &state.host(bare_metal::BMC_HOST)?.rootfs,
+                    &ContainerRunner::new(init("cp")?),
+                    site,
+                    m,
+                    Duration::from_secs(120),
+                )
+            })?;
+            timer.report.bare_metal_inventory = Some(opts.dir.join(bare_metal::HOST_INVENTORY));
+        }
         timer.phase("control plane (dcn standalone init)", || {
             let cp = state.host("cp")?;
             let init = cp
@@ -217,7 +279,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         timer.report.control_plane_memory = Some(m);
         if opts.edges > 0 {
             let joins = timer.phase("edge sites (dcn bundle export, dcn join)", || {
-                join_edges(&opts.dir, &state)
+                join::join_edges(&opts.dir, &state)
             })?;
             timer.report.edge_joins = joins;
         }
@@ -264,21 +326,31 @@ fn default_config() -> String {
     )
 }
 
+/// What the containers are made of: the base root filesystem, the edge
+/// layer (when made) and the package repository.
+struct Layers<'a> {
+    base: &'a Path,
+    edge: Option<&'a Path>,
+    repo: &'a Path,
+}
+
 fn boot_all(
     runner: &dyn Runner,
     opts: &UpOptions,
-    base: &Path,
-    edge_layer: Option<&Path>,
-    repo: &Path,
+    layers: Layers<'_>,
     config_text: &str,
+    bm: Option<(&bare_metal::Site, &bare_metal::Material)>,
     state: &mut LabState,
 ) -> Result<()> {
     let hosts_file = hosts_file(state);
     let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
     for name in names {
         let host_dir = opts.dir.join("hosts").join(&name);
-        let lowers: Vec<&Path> = match (name.as_str(), edge_layer) {
-            ("cp", _) | (_, None) => vec![base],
+        let role = state.host(&name)?.role.clone();
+        let (base, edge_layer) = (layers.base, layers.edge);
+        let lowers: Vec<&Path> = match (role.as_str(), edge_layer) {
+            ("controller", _) | (_, None) => vec![base],
+            ("edge", Some(_)) if !opts.edge_layer => vec![base],
             (_, Some(layer)) => vec![layer, base],
         };
         let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
@@ -290,9 +362,17 @@ fn boot_all(
             std::fs::create_dir_all(rootfs.join("etc/dcn"))?;
             std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
         }
+        if let Some((site, m)) = bm {
+            if name == "cp" {
+                let cp = net::HostNet::new("cp", 0).address;
+                bare_metal::seed_control_plane(&rootfs, &opts.dir, site, m, cp)?;
+            } else if role == bare_metal::BMC_ROLE {
+                bare_metal::seed_bmc(runner, &rootfs, site, m, &opts.dir)?;
+            }
+        }
         std::fs::create_dir_all(opts.dir.join("logs"))?;
         state.dcn_binary = opts.dcn_binary.clone();
-        state.repo = repo.to_path_buf();
+        state.repo = layers.repo.to_path_buf();
         let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
         let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;
@@ -307,36 +387,20 @@ fn boot_all(
 
 /// How to boot a lab host's container.
 fn container_spec(dir: &Path, state: &LabState, h: &HostState) -> Result<container::ContainerSpec> {
+    let mut binds_ro = vec![
+        (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
+        (state.repo.clone(), REPO_MOUNT.into()),
+    ];
+    let (ro, binds) = bare_metal::binds(dir, state, &h.role);
+    binds_ro.extend(ro);
     Ok(container::ContainerSpec {
         name: h.name.clone(),
         rootfs: h.rootfs.clone(),
         netns: h.netns.clone(),
-        binds_ro: vec![
-            (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
-            (state.repo.clone(), REPO_MOUNT.into()),
-        ],
+        binds_ro,
+        binds,
         log: dir.join("logs").join(format!("{}.console.log", h.name)),
     })
-}
-
-/// Power a lab host off and boot it again (its disk is kept). Returns the
-/// seconds until its systemd reported running.
-pub fn restart(dir: &Path, host: &str) -> Result<f64> {
-    require_root()?;
-    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
-    let h = state.host(host)?.clone();
-    if let Some(nspawn) = h.nspawn_pid {
-        container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
-    }
-    let spec = container_spec(dir, &state, &h)?;
-    let t = Instant::now();
-    let (nspawn, init) = container::boot(&spec, Duration::from_secs(180))?;
-    let booted = t.elapsed().as_secs_f64();
-    let hm = state.host_mut(host).expect("exists");
-    hm.nspawn_pid = Some(nspawn);
-    hm.init_pid = Some(init);
-    state.save(dir)?;
-    Ok(booted)
 }
 
 /// /etc/hosts entries for every lab host.
@@ -356,9 +420,17 @@ fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
     Ok(())
 }
 
-fn install_host_tools(runner: &dyn Runner) -> Result<()> {
+/// Install the host tools that are missing; with a bare-metal site also
+/// pip (the BMC emulator's wheels are downloaded here).
+fn install_host_tools(runner: &dyn Runner, bare_metal: bool) -> Result<()> {
+    let pip: &[(&str, &str)] = if bare_metal {
+        &[("pip3", "python3-pip")]
+    } else {
+        &[]
+    };
     let missing: Vec<String> = HOST_TOOLS
         .iter()
+        .chain(pip)
         .filter(|(tool, _)| !on_path(tool))
         .map(|(_, pkg)| pkg.to_string())
         .collect();
@@ -394,207 +466,4 @@ fn require_root() -> Result<()> {
         bail!("the lab creates network namespaces, mounts and containers: run it as root");
     }
     Ok(())
-}
-
-/// Remove everything the lab in `dir` created: containers, mounts,
-/// namespaces (and their veths), and the containers' writable layers. The
-/// download cache and `DIR/report.json` and `DIR/logs` stay.
-pub fn down(dir: &Path) -> Result<()> {
-    require_root()?;
-    let runner = SystemRunner::new(false);
-    let Some(state) = LabState::load(dir)? else {
-        tracing::info!("no lab in {}", dir.display());
-        return Ok(());
-    };
-    let mut problems = Vec::new();
-    for h in state.hosts.iter().rev() {
-        if let Some(nspawn) = h.nspawn_pid
-            && let Err(e) = container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(60))
-        {
-            problems.push(format!("{e:#}"));
-        }
-    }
-    for m in state.mounts.iter().rev() {
-        if let Err(e) = rootfs::unmount(&runner, m) {
-            problems.push(format!("{e:#}"));
-        }
-    }
-    for ns in state.namespaces.iter().rev() {
-        if let Err(e) = net::delete_netns(&runner, ns) {
-            problems.push(format!("{e:#}"));
-        }
-    }
-    if !problems.is_empty() {
-        bail!(
-            "could not remove everything; run `dcn lab down` again after fixing:\n{}",
-            problems.join("\n")
-        );
-    }
-    let hosts = dir.join("hosts");
-    if hosts.exists() {
-        std::fs::remove_dir_all(&hosts).with_context(|| format!("removing {}", hosts.display()))?;
-    }
-    std::fs::remove_file(LabState::path(dir))?;
-    Ok(())
-}
-
-/// One line per host: name, role, address, running or not.
-pub fn status(dir: &Path) -> Result<Vec<HostStatus>> {
-    let state = LabState::load(dir)?
-        .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
-    Ok(state
-        .hosts
-        .iter()
-        .map(|h| HostStatus {
-            name: h.name.clone(),
-            role: h.role.clone(),
-            site: h.site.clone(),
-            address: h.address.clone(),
-            running: h.nspawn_pid.is_some_and(container::alive),
-            link_up: link_is_up(&h.router_link),
-        })
-        .collect())
-}
-
-/// A lab host's state.
-#[derive(Debug, Serialize)]
-pub struct HostStatus {
-    pub name: String,
-    pub role: String,
-    pub site: Option<String>,
-    pub address: String,
-    pub running: bool,
-    pub link_up: bool,
-}
-
-fn link_is_up(link: &str) -> bool {
-    let out = SystemRunner::new(false).run(
-        &Cmd::new("reading a lab link's state", "ip")
-            .args(["-n", &net::router_ns(), "-o", "link", "show", link])
-            .read_only()
-            .unchecked(),
-    );
-    out.map(|o| o.success() && !o.stdout.contains("state DOWN") && o.stdout.contains(",UP"))
-        .unwrap_or(false)
-}
-
-/// Run `argv` inside a lab host, with the terminal attached. Returns its
-/// exit code.
-pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
-    require_root()?;
-    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
-    let h = state.host(host)?;
-    let init = h
-        .init_pid
-        .filter(|p| container::alive(*p))
-        .with_context(|| format!("{host} is not running"))?;
-    let (program, args) = argv.split_first().context("no command given")?;
-    // The control plane's clouds.yaml names its cloud `dcn`.
-    let cmd = Cmd::new(format!("running a command in {host}"), program.clone())
-        .args(args.iter().cloned())
-        .env("OS_CLOUD", "dcn")
-        .unchecked()
-        .timeout(Duration::from_secs(24 * 3600));
-    run_inherited(&ContainerRunner::new(init).wrap(&cmd), true)
-}
-
-/// Cut (`up == false`) or restore a host's link to the router.
-pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
-    require_root()?;
-    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
-    let h = state.host(host)?;
-    net::set_link(&SystemRunner::new(false), &h.router_link, up)
-}
-
-/// Export a bundle per edge site on the control plane, hand each to its
-/// edge host, and run `dcn join` on all edges at once (each logs to
-/// `DIR/logs/<host>.join.log`), as an operator would with the printed pin.
-fn join_edges(dir: &Path, state: &LabState) -> Result<Vec<EdgeJoin>> {
-    let cp = state.host("cp")?;
-    let cp_runner = ContainerRunner::new(cp.init_pid.context("the control plane is not running")?);
-    let mut jobs = Vec::new();
-    for edge in state
-        .hosts
-        .iter()
-        .filter(|h| h.role == "edge" && h.site.is_some())
-    {
-        let site = edge.site.clone().context("an edge without a site")?;
-        let bundle = format!("/root/{site}.tar.gz");
-        let out = cp_runner.run(
-            &Cmd::new(format!("exporting the bundle of site {site}"), "dcn")
-                .args(["bundle", "export", "--site", &site, "-o", &bundle])
-                .timeout(Duration::from_secs(300)),
-        )?;
-        let pin = out
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("CA pin: "))
-            .context("`dcn bundle export` printed no CA pin")?
-            .to_string();
-        let from = cp.rootfs.join(bundle.trim_start_matches('/'));
-        let to = edge.rootfs.join(bundle.trim_start_matches('/'));
-        std::fs::copy(&from, &to)
-            .with_context(|| format!("copying the bundle to {}", edge.name))?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))?;
-        let init = edge
-            .init_pid
-            .with_context(|| format!("{} is not running", edge.name))?;
-        let log = dir.join("logs").join(format!("{}.join.log", edge.name));
-        let name = edge.name.clone();
-        jobs.push(std::thread::spawn(move || {
-            let started = Instant::now();
-            let out = ContainerRunner::new(init).run(
-                &Cmd::new(format!("joining {name}"), "dcn")
-                    .args([
-                        "join",
-                        &bundle,
-                        "--ca-pin",
-                        &pin,
-                        "--packages",
-                        &format!("local:{REPO_MOUNT}"),
-                    ])
-                    .timeout(Duration::from_secs(30 * 60))
-                    .unchecked(),
-            );
-            let seconds = started.elapsed().as_secs_f64();
-            let (ok, text) = match out {
-                Ok(o) => (o.success(), format!("{}{}", o.stdout, o.stderr)),
-                Err(e) => (false, format!("{e:#}")),
-            };
-            let _ = std::fs::write(&log, &text);
-            tracing::info!(
-                "  {name}: {} in {seconds:.1}s (log {})",
-                if ok { "joined" } else { "FAILED" },
-                log.display()
-            );
-            (
-                EdgeJoin {
-                    host: name,
-                    seconds,
-                    ok,
-                },
-                text,
-            )
-        }));
-    }
-    let mut joins = Vec::new();
-    let mut failed = Vec::new();
-    for j in jobs {
-        let (join, text) = j
-            .join()
-            .map_err(|_| anyhow::anyhow!("a join thread panicked"))?;
-        if !join.ok {
-            failed.push(format!(
-                "{}:\n{}",
-                join.host,
-                crate::host::command::tail_lines(&text, 15)
-            ));
-        }
-        joins.push(join);
-    }
-    if !failed.is_empty() {
-        bail!("some edges did not join:\n{}", failed.join("\n"));
-    }
-    Ok(joins)
 }

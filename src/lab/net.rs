@@ -147,6 +147,57 @@ pub fn create_host(runner: &dyn Runner, net: &HostNet) -> Result<()> {
     Ok(())
 }
 
+/// Turn a host's uplink into a bridge, for a namespace that carries VMs as
+/// well as its own address (the bare-metal site): `br0` (no STP, no
+/// forwarding delay, so a VM's first DHCP or ARP passes at once) enslaves
+/// eth0 and takes over its address and the default route. Whatever plugs
+/// into br0 (libvirt's taps) is then on the host's routed subnet. Run after
+/// [`create_host`].
+pub fn bridge_uplink(runner: &dyn Runner, net: &HostNet) -> Result<()> {
+    let ns = net.netns.as_str();
+    let addr = format!("{}/24", net.address);
+    let gateway = net.gateway.to_string();
+    let steps: [(&str, &[&str]); 8] = [
+        ("creating br0", &["link", "add", "br0", "type", "bridge"]),
+        (
+            "turning off STP and the forwarding delay on br0",
+            &[
+                "link",
+                "set",
+                "br0",
+                "type",
+                "bridge",
+                "stp_state",
+                "0",
+                "forward_delay",
+                "0",
+            ],
+        ),
+        // Flushing eth0's address also drops the default route through it.
+        (
+            "moving the address off eth0",
+            &["addr", "flush", "dev", "eth0"],
+        ),
+        (
+            "enslaving eth0 to br0",
+            &["link", "set", "eth0", "master", "br0"],
+        ),
+        ("addressing br0", &["addr", "add", &addr, "dev", "br0"]),
+        ("bringing up br0", &["link", "set", "br0", "up"]),
+        ("bringing up eth0", &["link", "set", "eth0", "up"]),
+        (
+            "routing through the router from br0",
+            &["route", "replace", "default", "via", &gateway],
+        ),
+    ];
+    for (what, args) in steps {
+        let mut full = vec!["-n", ns];
+        full.extend_from_slice(args);
+        ip(runner, format!("{what} in {ns}"), &full)?;
+    }
+    Ok(())
+}
+
 /// Cut or restore a host's link (the router side, as a WAN cut would).
 pub fn set_link(runner: &dyn Runner, router_link: &str, up: bool) -> Result<()> {
     ip(
@@ -208,5 +259,30 @@ mod tests {
             &"ip -n dcnlab-router link add r-edge1 type veth peer name eth0".to_string()
         ));
         assert!(lines.contains(&"ip -n dcnlab-edge1 route add default via 10.240.1.1".to_string()));
+    }
+
+    #[test]
+    fn a_bridged_uplink_carries_the_address_and_the_route() {
+        let r = RecordingRunner::new();
+        let net = HostNet {
+            address: Ipv4Addr::new(10, 240, 3, 5),
+            ..HostNet::new("bm1", 3)
+        };
+        bridge_uplink(&r, &net).unwrap();
+        let lines = r.command_lines();
+        let at = |l: &str| {
+            lines
+                .iter()
+                .position(|x| x == l)
+                .unwrap_or_else(|| panic!("{l} not in {lines:?}"))
+        };
+        let stp = at("ip -n dcnlab-bm1 link set br0 type bridge stp_state 0 forward_delay 0");
+        let flush = at("ip -n dcnlab-bm1 addr flush dev eth0");
+        let enslave = at("ip -n dcnlab-bm1 link set eth0 master br0");
+        let addr = at("ip -n dcnlab-bm1 addr add 10.240.3.5/24 dev br0");
+        let route = at("ip -n dcnlab-bm1 route replace default via 10.240.3.1");
+        assert!(at("ip -n dcnlab-bm1 link add br0 type bridge") < stp);
+        assert!(stp < enslave && flush < addr && enslave < addr && addr < route);
+        assert!(lines.iter().all(|l| l.starts_with("ip -n dcnlab-bm1 ")));
     }
 }

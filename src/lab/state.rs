@@ -20,6 +20,47 @@ pub struct LabState {
     pub dcn_binary: PathBuf,
     #[serde(default)]
     pub repo: PathBuf,
+    /// The bare-metal site's VMs (`--bare-metal N`), in their BMC container.
+    #[serde(default)]
+    pub vms: Vec<VmState>,
+    /// The edge ISO bound into the control plane (with `--bare-metal`).
+    #[serde(default)]
+    pub edge_iso: Option<PathBuf>,
+    /// The sushy-tools wheelhouse bound into the BMC container.
+    #[serde(default)]
+    pub wheelhouse: Option<PathBuf>,
+}
+
+/// One bare-metal node: a libvirt domain in its site's BMC container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmState {
+    /// The domain's name, which is also the node's host name.
+    pub name: String,
+    pub site: String,
+    /// The container whose libvirt runs it (and whose emulator is its BMC).
+    pub bmc_host: String,
+    /// The domain's UUID: its Redfish system id.
+    pub uuid: String,
+    pub mac: String,
+    /// The static address the inventory gives it.
+    pub address: String,
+    /// Its serial console, on this machine.
+    pub serial_log: PathBuf,
+    /// What deploying it should do.
+    pub kind: VmKind,
+}
+
+/// The purpose of a bare-metal node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VmKind {
+    /// Deploys and joins.
+    Node,
+    /// Has no disk: its installer fails ("no disk matches").
+    NoDisk,
+    /// The inventory gives a wrong BMC password for it: the BMC refuses.
+    BadPassword,
 }
 
 /// One container.
@@ -27,7 +68,7 @@ pub struct LabState {
 #[serde(rename_all = "camelCase")]
 pub struct HostState {
     pub name: String,
-    /// `controller` or `edge`.
+    /// `controller`, `edge` or `bmc` (a bare-metal site's BMC emulator).
     pub role: String,
     /// The edge site (for edges).
     pub site: Option<String>,
@@ -39,6 +80,29 @@ pub struct HostState {
     /// PID of systemd-nspawn, and of the container's systemd.
     pub nspawn_pid: Option<u32>,
     pub init_pid: Option<u32>,
+}
+
+impl HostState {
+    /// A host about to be created on `net`: no root filesystem or
+    /// processes yet.
+    pub fn planned(
+        name: String,
+        role: &str,
+        site: Option<String>,
+        net: &super::net::HostNet,
+    ) -> HostState {
+        HostState {
+            name,
+            role: role.into(),
+            site,
+            netns: net.netns.clone(),
+            router_link: net.router_link.clone(),
+            address: net.address.to_string(),
+            rootfs: PathBuf::new(),
+            nspawn_pid: None,
+            init_pid: None,
+        }
+    }
 }
 
 impl LabState {
@@ -83,5 +147,48 @@ impl LabState {
 
     pub fn host_mut(&mut self, name: &str) -> Option<&mut HostState> {
         self.hosts.iter_mut().find(|h| h.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips_and_older_files_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(LabState::load(dir.path()).unwrap().is_none());
+        let state = LabState {
+            namespaces: vec!["dcnlab-router".into(), "dcnlab-bm1".into()],
+            vms: vec![VmState {
+                name: "bm1-n1".into(),
+                site: "bm1".into(),
+                bmc_host: "bm1-bmc".into(),
+                uuid: "0d1f2e3c-0000-4000-8000-000000000001".into(),
+                mac: "52:54:00:f0:01:01".into(),
+                address: "10.240.1.21".into(),
+                serial_log: "/var/lib/dcn-lab/logs/bm1/bm1-n1.serial.log".into(),
+                kind: VmKind::NoDisk,
+            }],
+            edge_iso: Some("/srv/dcn-edge.iso".into()),
+            ..LabState::default()
+        };
+        state.save(dir.path()).unwrap();
+        let text = std::fs::read_to_string(LabState::path(dir.path())).unwrap();
+        assert!(text.contains("\"serialLog\""), "{text}");
+        assert!(text.contains("\"no-disk\""), "{text}");
+        let back = LabState::load(dir.path()).unwrap().unwrap();
+        assert_eq!(back.vms, state.vms);
+        assert_eq!(back.edge_iso, state.edge_iso);
+        assert_eq!(back.namespaces, state.namespaces);
+
+        // A lab.json written before bare-metal sites existed.
+        std::fs::write(
+            LabState::path(dir.path()),
+            r#"{"namespaces":[],"mounts":[],"hosts":[]}"#,
+        )
+        .unwrap();
+        let old = LabState::load(dir.path()).unwrap().unwrap();
+        assert!(old.vms.is_empty() && old.edge_iso.is_none() && old.wheelhouse.is_none());
     }
 }

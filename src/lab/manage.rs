@@ -1,0 +1,172 @@
+//! Managing a lab that is up: `dcn lab down|status|exec|restart|link`.
+
+use super::container::{self, ContainerRunner};
+use super::state::{LabState, VmState};
+use super::{container_spec, net, require_root, rootfs};
+use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Power a lab host off and boot it again (its disk is kept). Returns the
+/// seconds until its systemd reported running.
+pub fn restart(dir: &Path, host: &str) -> Result<f64> {
+    require_root()?;
+    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?.clone();
+    if let Some(nspawn) = h.nspawn_pid {
+        container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
+    }
+    let spec = container_spec(dir, &state, &h)?;
+    let t = Instant::now();
+    let (nspawn, init) = container::boot(&spec, Duration::from_secs(180))?;
+    let booted = t.elapsed().as_secs_f64();
+    let hm = state.host_mut(host).expect("exists");
+    hm.nspawn_pid = Some(nspawn);
+    hm.init_pid = Some(init);
+    state.save(dir)?;
+    Ok(booted)
+}
+
+/// Remove everything the lab in `dir` created: containers (stopping a BMC
+/// container is a power cut for its VMs, whose disks live in its writable
+/// layer), mounts, namespaces (and their veths), the containers' writable
+/// layers, and the bare-metal site's inventory. The download cache and
+/// `DIR/report.json` and `DIR/logs` (serial logs included) stay.
+pub fn down(dir: &Path) -> Result<()> {
+    require_root()?;
+    let runner = SystemRunner::new(false);
+    let Some(state) = LabState::load(dir)? else {
+        tracing::info!("no lab in {}", dir.display());
+        return Ok(());
+    };
+    let mut problems = Vec::new();
+    for h in state.hosts.iter().rev() {
+        if let Some(nspawn) = h.nspawn_pid
+            && let Err(e) = container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(60))
+        {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for m in state.mounts.iter().rev() {
+        if let Err(e) = rootfs::unmount(&runner, m) {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for ns in state.namespaces.iter().rev() {
+        if let Err(e) = net::delete_netns(&runner, ns) {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "could not remove everything; run `dcn lab down` again after fixing:\n{}",
+            problems.join("\n")
+        );
+    }
+    let hosts = dir.join("hosts");
+    if hosts.exists() {
+        std::fs::remove_dir_all(&hosts).with_context(|| format!("removing {}", hosts.display()))?;
+    }
+    super::bare_metal::remove_host_files(dir)?;
+    std::fs::remove_file(LabState::path(dir))?;
+    Ok(())
+}
+
+/// Each host (name, role, address, running or not, its link) and each
+/// bare-metal VM (its power, read through its BMC container).
+pub fn status(dir: &Path) -> Result<LabStatus> {
+    let state = LabState::load(dir)?
+        .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
+    let hosts = state
+        .hosts
+        .iter()
+        .map(|h| HostStatus {
+            name: h.name.clone(),
+            role: h.role.clone(),
+            site: h.site.clone(),
+            address: h.address.clone(),
+            running: h.nspawn_pid.is_some_and(container::alive),
+            link_up: link_is_up(&h.router_link),
+        })
+        .collect();
+    let vms = state
+        .vms
+        .iter()
+        .map(|vm| {
+            let bmc = state.host(&vm.bmc_host).ok().and_then(|h| h.init_pid);
+            VmStatus {
+                power: super::bare_metal::vm_power(bmc, &vm.name),
+                vm: vm.clone(),
+            }
+        })
+        .collect();
+    Ok(LabStatus { hosts, vms })
+}
+
+/// What `dcn lab status` shows.
+#[derive(Debug, Serialize)]
+pub struct LabStatus {
+    pub hosts: Vec<HostStatus>,
+    pub vms: Vec<VmStatus>,
+}
+
+/// A lab host's state.
+#[derive(Debug, Serialize)]
+pub struct HostStatus {
+    pub name: String,
+    pub role: String,
+    pub site: Option<String>,
+    pub address: String,
+    pub running: bool,
+    pub link_up: bool,
+}
+
+/// A bare-metal VM and its power (`running`, `shut off`, … or `unknown`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmStatus {
+    #[serde(flatten)]
+    pub vm: VmState,
+    pub power: String,
+}
+
+fn link_is_up(link: &str) -> bool {
+    let out = SystemRunner::new(false).run(
+        &Cmd::new("reading a lab link's state", "ip")
+            .args(["-n", &net::router_ns(), "-o", "link", "show", link])
+            .read_only()
+            .unchecked(),
+    );
+    out.map(|o| o.success() && !o.stdout.contains("state DOWN") && o.stdout.contains(",UP"))
+        .unwrap_or(false)
+}
+
+/// Run `argv` inside a lab host, with the terminal attached. Returns its
+/// exit code.
+pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
+    require_root()?;
+    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?;
+    let init = h
+        .init_pid
+        .filter(|p| container::alive(*p))
+        .with_context(|| format!("{host} is not running"))?;
+    let (program, args) = argv.split_first().context("no command given")?;
+    // The control plane's clouds.yaml names its cloud `dcn`.
+    let cmd = Cmd::new(format!("running a command in {host}"), program.clone())
+        .args(args.iter().cloned())
+        .env("OS_CLOUD", "dcn")
+        .unchecked()
+        .timeout(Duration::from_secs(24 * 3600));
+    run_inherited(&ContainerRunner::new(init).wrap(&cmd), true)
+}
+
+/// Cut (`up == false`) or restore a host's link to the router.
+pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
+    require_root()?;
+    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?;
+    net::set_link(&SystemRunner::new(false), &h.router_link, up)
+}
