@@ -49,9 +49,16 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
     let targets = targets(&inventory, &opts.nodes)?;
 
     let mut starts = Vec::new();
+    // Nodes that may still read their ISO: booting now, or in an install
+    // an earlier run started (many BMCs stream the image while it is used).
+    let mut installing = 0;
     for t in &targets {
         let seen = watch::seen(&host.files, t.hostname())?;
-        starts.push(plan::start(&seen));
+        let start = plan::start(&seen);
+        if start == Start::Boot || (start == Start::Follow && !seen.on_disk) {
+            installing += 1;
+        }
+        starts.push(start);
     }
     let booting = starts.iter().filter(|s| **s == Start::Boot).count() as u32;
     tracing::info!(
@@ -64,28 +71,36 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
         starts.iter().filter(|s| **s == Start::Placed).count(),
     );
 
-    // The bundle and the media server, only when a node boots its ISO.
+    // The bundle, only when a node boots its ISO; the media server while
+    // any node may read its ISO.
     let limits = opts.limits;
-    let (bundle, media_url, media_ca) = if booting > 0 {
-        if !inventory.image.path().is_file() {
+    let (bundle, media_url, media_ca) = if installing > 0 {
+        if booting > 0 && !inventory.image.path().is_file() {
             bail!(
                 "{}: no such ISO; build it with `dcn image build` and set `image` in {}",
                 inventory.image.path().display(),
                 opts.inventory.display()
             );
         }
-        let (b, stale) = bundle::ensure(
-            host,
-            &site,
-            booting,
-            inventory.bundle.ttl.0,
-            limits.install + limits.join,
-        )?;
-        if b.fresh {
-            tracing::info!("site {site}: exported a join bundle for {booting} node(s) ({stale:?})");
+        let b = if booting > 0 {
+            let (b, stale) = bundle::ensure(
+                host,
+                &site,
+                booting,
+                inventory.bundle.ttl.0,
+                limits.install + limits.join,
+            )?;
+            if b.fresh {
+                tracing::info!(
+                    "site {site}: exported a join bundle for {booting} node(s) ({stale:?})"
+                );
+            } else {
+                tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
+            }
+            Some(b)
         } else {
-            tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
-        }
+            None
+        };
         let (tls, ca) = if inventory.media.insecure_http {
             tracing::warn!(
                 "serving the node ISOs over plain HTTP (media.insecureHttp): each holds a join token anyone on the path can read"
@@ -106,7 +121,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
             tls,
         )?;
         tracing::info!("site {site}: node ISOs served at {}", server.base_url);
-        (Some(b), Some(server.base_url), ca)
+        (b, Some(server.base_url), ca)
     } else {
         (None, None, None)
     };

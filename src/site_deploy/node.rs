@@ -92,10 +92,17 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
     let mut stretches = Vec::new();
     let outcome = match drive(ctx, node, start, &mut stretches) {
         Ok(o) => o,
-        Err(Failure { phase, error }) => {
+        Err(Failure {
+            phase,
+            error,
+            recorded,
+        }) => {
             let reason = format!("{error:#}");
             say(node, &format!("FAILED in {phase}: {reason}"));
-            if let Err(e) = watch::fail(ctx.files, ctx.site, node.hostname(), &phase, &reason) {
+            // A failure the node reported is at the centre already, with
+            // its log lines: recording it again would replace them.
+            let record = || watch::fail(ctx.files, ctx.site, node.hostname(), &phase, &reason);
+            if let Err(e) = if recorded { Ok(()) } else { record() } {
                 tracing::warn!("recording {}'s failure: {e:#}", node.hostname());
             }
             Outcome::Failed { phase, reason }
@@ -113,12 +120,15 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
 struct Failure {
     phase: String,
     error: anyhow::Error,
+    /// Already recorded at the centre (the node reported it).
+    recorded: bool,
 }
 
 fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
     move |error| Failure {
         phase: phase.to_string(),
         error,
+        recorded: false,
     }
 }
 
@@ -359,6 +369,7 @@ fn wait(
             return Err(Failure {
                 phase: "node".into(),
                 error: anyhow::anyhow!("the node reported: {reason}"),
+                recorded: true,
             });
         }
         if seen.silent {
@@ -369,6 +380,7 @@ fn wait(
                     humantime::format_duration(Duration::from_secs(seen.quiet_seconds)),
                     seen.phase
                 ),
+                recorded: false,
             });
         }
         if started.elapsed() > limit {
@@ -379,6 +391,7 @@ fn wait(
                     humantime::format_duration(limit),
                     seen.phase
                 ),
+                recorded: false,
             });
         }
         std::thread::sleep(ctx.limits.poll);

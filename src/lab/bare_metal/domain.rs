@@ -10,6 +10,8 @@
 //! - no `<boot dev>` in `<os>`: the driver's boot override rewrites per-device
 //!   `<boot order>`; the disk has order 1 so "Hdd" has a device to point at;
 //! - no cdrom: InsertMedia adds one (SATA on q35), EjectMedia removes it;
+//! - every second node boots with UEFI (OVMF, chosen by libvirt's firmware
+//!   autoselection, secure boot off), the others with SeaBIOS;
 //! - `on_reboot=destroy`: the driver's boot override is always Continuous,
 //!   so the installer's reboot must power the node off; `site deploy` then
 //!   ejects, sets Hdd and powers it on, and it boots its disk;
@@ -31,16 +33,27 @@ pub fn xml(vm: &Vm) -> String {
         ),
         None => String::new(),
     };
+    let firmware = if vm.uefi() {
+        "<os firmware='efi'>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <firmware>
+      <feature enabled='no' name='secure-boot'/>
+      <feature enabled='no' name='enrolled-keys'/>
+    </firmware>
+  </os>"
+    } else {
+        "<os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <bios useserial='yes'/>
+  </os>"
+    };
     format!(
         "<domain type='qemu'>
   <name>{name}</name>
   <uuid>{uuid}</uuid>
   <memory unit='MiB'>{memory}</memory>
   <vcpu>2</vcpu>
-  <os>
-    <type arch='x86_64' machine='q35'>hvm</type>
-    <bios useserial='yes'/>
-  </os>
+  {firmware}
   <features>
     <acpi/>
     <apic/>
@@ -133,7 +146,12 @@ mod tests {
         assert_eq!(text(&xml, "model"), "Nehalem");
         assert_eq!(text(&xml, "on_reboot"), "destroy");
         assert!(xml.contains("machine='q35'"));
-        assert!(xml.contains("<bios useserial='yes'/>"));
+        // n2 boots with UEFI, n1 with SeaBIOS on the serial console.
+        assert!(xml.contains("<os firmware='efi'>") && !xml.contains("<bios"));
+        assert!(xml.contains("<feature enabled='no' name='secure-boot'/>"));
+        let n1 = super::xml(&site.vms[0]);
+        assert!(n1.contains("<bios useserial='yes'/>") && !n1.contains("firmware='efi'"));
+        assert!(n1.starts_with("<domain type='qemu'>"));
         assert!(xml.contains("<source file='/var/lib/libvirt/images/bm1-n2.qcow2'/>"));
         assert!(xml.contains("<boot order='1'/>"));
         assert!(xml.contains("<mac address='52:54:00:f0:03:02'/>"));
