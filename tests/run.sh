@@ -77,14 +77,18 @@ static_binary() {
     fi
 }
 
-# The edge ISO end to end runs when the image code changed in the last
-# commit, or when asked for.
+# The edge chain (the ISO built, then a site deployed from its BMCs) runs
+# when what it exercises changed in the last commit — the image and its
+# installer, the BMC client, the join and its service, progress reports,
+# the deploy, the lab's bare-metal site — or when asked for.
+EDGE_CHAIN_PATHS=(images src/image src/bmc src/join src/serve src/site_deploy
+    src/sites/progress.rs src/lab/bare_metal tests/image_e2e.rs tests/site_deploy_e2e.rs)
 image_e2e_wanted() {
     [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
     [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0
     [[ ${CI:-} == true ]] || return 1
     git rev-parse -q --verify HEAD~1 >/dev/null || return 0
-    ! git diff --quiet HEAD~1 HEAD -- images src/image tests/image_e2e.rs
+    ! git diff --quiet HEAD~1 HEAD -- "${EDGE_CHAIN_PATHS[@]}"
 }
 
 # Tools of the image build and qemu. Debian 12's qemu-system-x86 (7.2)
@@ -162,7 +166,9 @@ if [[ $(id -u) == 0 ]] && image_e2e_wanted; then
     stage image-prerequisites image_prerequisites
     stage image-e2e env DCN_IMAGE_E2E=1 DCN_IMAGE_DCN_BINARY="$PWD/$BIN" \
         timeout 3000 cargo test --locked --test image_e2e -- --ignored --nocapture
+    stage site-deploy-e2e env DCN_EDGE_ISO=/var/cache/dcn-image/e2e/dcn-edge.iso \
+        timeout 3000 cargo test --locked --test site_deploy_e2e -- --ignored --nocapture
 else
-    echo "==> image-e2e skipped (needs root, and a change under images/ or src/image/, or DCN_IMAGE_E2E=1)"
+    echo "==> image-e2e and site-deploy-e2e skipped (need root, and a change to the edge chain's code, or DCN_IMAGE_E2E=1)"
 fi
 echo "all tests passed"
