@@ -13,6 +13,11 @@ pub struct Systemd<'a> {
 /// Lines of a unit's journal quoted when it fails.
 const JOURNAL_TAIL: usize = 25;
 
+/// The bound on one systemctl call. A start waits for the unit's own
+/// `TimeoutStartSec` (a recipe may raise it to 15 minutes for a service
+/// that is slow to be ready), so this is longer.
+const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
 impl<'a> Systemd<'a> {
     pub fn new(runner: &'a dyn Runner) -> Self {
         Systemd { runner }
@@ -22,7 +27,7 @@ impl<'a> Systemd<'a> {
         self.runner.run(
             &Cmd::new(what, "systemctl")
                 .args(args.iter().copied())
-                .timeout(Duration::from_secs(300)),
+                .timeout(SYSTEMCTL_TIMEOUT),
         )?;
         Ok(())
     }

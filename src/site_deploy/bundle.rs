@@ -42,6 +42,20 @@ pub enum Stale {
     UsedUp { left: u32, needed: u32 },
 }
 
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stale::None => f.write_str("no earlier bundle"),
+            Stale::Gone => f.write_str("the earlier bundle's token is gone"),
+            Stale::Expires(at) => write!(f, "the earlier bundle expires too soon ({at})"),
+            Stale::UsedUp { left, needed } => write!(
+                f,
+                "the earlier bundle has {left} join use(s) left, {needed} needed"
+            ),
+        }
+    }
+}
+
 /// The earlier bundle if it still serves `needed` new nodes for at least
 /// `min_left`, judged from the token's record (the registry is the truth:
 /// uses are counted there when nodes join).

@@ -101,6 +101,7 @@ pub fn serve(
     url: &str,
     tls: Option<rustls::ServerConfig>,
 ) -> Result<MediaServer> {
+    files.ensure_dir(&media_dir(site), &FileSpec::private_dir())?;
     let dir = files.host_path(&media_dir(site))?;
     let mut server = crate::bmc::ImageServer::bind(&dir, listen)?;
     if let Some(tls) = tls {

@@ -92,7 +92,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
             )?;
             if b.fresh {
                 tracing::info!(
-                    "site {site}: exported a join bundle for {booting} node(s) ({stale:?})"
+                    "site {site}: exported a join bundle for {booting} node(s) ({stale})"
                 );
             } else {
                 tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
