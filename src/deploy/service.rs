@@ -339,7 +339,8 @@ impl Step for Unit {
             // ovn-controller), with the files written above: let it finish.
             // A restart now races its start, and in a container systemd
             // cannot always kill the half-started process.
-            systemd.wait_active(&self.unit, Duration::from_secs(120))?;
+            // As long as a recipe lets a start take (TimeoutStartSec).
+            systemd.wait_active(&self.unit, Duration::from_secs(15 * 60))?;
         } else {
             // Not active: perhaps a start job from before dcn configured it
             // (a preinstalled unit retrying with the packaged config).
