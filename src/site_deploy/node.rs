@@ -360,12 +360,22 @@ fn wait(
         let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
         if seen.phase != last {
             say(node, &seen.phase);
+            if seen.retrying
+                && let Some(reason) = &seen.failed
+            {
+                say(
+                    node,
+                    &format!("its join failed ({reason}); its first-boot unit tries again"),
+                );
+            }
             last = seen.phase.clone();
         }
         if done(&seen) {
             return Ok(());
         }
-        if let Some(reason) = seen.failed {
+        // A failed join is retried by the node: keep following it, up to
+        // the limit.
+        if let Some(reason) = seen.failed.filter(|_| !seen.retrying) {
             return Err(Failure {
                 phase: "node".into(),
                 error: anyhow::anyhow!("the node reported: {reason}"),

@@ -47,6 +47,7 @@ mod tests {
             booted: false,
             placed: false,
             failed: None,
+            retrying: false,
             silent: false,
             quiet_seconds: 0,
         }

@@ -26,6 +26,9 @@ pub struct Seen {
     pub placed: bool,
     /// The last thing recorded is a failure, with this reason.
     pub failed: Option<String>,
+    /// The failure came from the installed system's join, which its
+    /// first-boot unit retries by itself (every 30 s until it joined).
+    pub retrying: bool,
     /// Not done, and silent past the bound.
     pub silent: bool,
     /// Seconds since anything was recorded.
@@ -46,6 +49,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             booted: false,
             placed,
             failed: None,
+            retrying: false,
             silent: false,
             quiet_seconds: 0,
         });
@@ -56,6 +60,17 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             .as_ref()
             .map_or_else(|| "(no reason given)".to_string(), |e| e.reason.clone())
     });
+    let retrying = failed.is_some()
+        && rec
+            .last_error
+            .as_ref()
+            .and_then(|e| e.phase)
+            .is_some_and(|p| {
+                matches!(
+                    p,
+                    Phase::FirstBoot | Phase::JoinStarted | Phase::JoinStep | Phase::Joined
+                )
+            });
     let on_disk = rec
         .history
         .iter()
@@ -88,6 +103,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
         booted,
         placed,
         failed,
+        retrying,
         silent: rec.is_silent(now),
         quiet_seconds,
     })
@@ -144,6 +160,19 @@ mod tests {
         store.save(&lock, &rec).unwrap();
         drop(lock);
         assert!(seen(&files, "n1").unwrap().booted);
+        // A join failure after the first boot: the node retries it.
+        let lock = Registry::new(&files).lock().unwrap();
+        rec.apply(Phase::JoinStep, Some("preflight"), &[], SystemTime::now());
+        rec.apply(
+            Phase::Failed,
+            Some("preflight found problems"),
+            &[],
+            SystemTime::now(),
+        );
+        store.save(&lock, &rec).unwrap();
+        drop(lock);
+        let s = seen(&files, "n1").unwrap();
+        assert!(s.failed.is_some() && s.retrying, "{s:?}");
 
         // A new insert: the disk written before it no longer counts.
         record(&files, "edge1", "n1", Phase::MediaInserted, "Cd").unwrap();
@@ -165,6 +194,10 @@ mod tests {
                 .unwrap()
                 .contains("the BMC refused the login"),
             "{s:?}"
+        );
+        assert!(
+            !s.retrying,
+            "the deploy's own failures are not retried by the node"
         );
         assert!(record(&files, "edge1", "n1", Phase::Failed, "x").is_err());
     }
