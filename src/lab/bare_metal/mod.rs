@@ -98,10 +98,7 @@ impl Vm {
     /// Whether it boots with UEFI firmware (OVMF) rather than SeaBIOS:
     /// every second deployable node, so a site deploys under both.
     pub fn uefi(&self) -> bool {
-        self.kind == VmKind::Node
-            && self
-                .name
-                .ends_with(|c: char| matches!(c, '2' | '4' | '6' | '8' | '0'))
+        self.kind == VmKind::Node && self.name.ends_with(['2', '4', '6', '8', '0'])
     }
 
     /// Its disk inside the BMC container; the no-disk node has none.
