@@ -50,14 +50,29 @@ pub fn trust_media_ca(client: &Client, slot: &Slot, ca_pem: &str) -> Result<Medi
     }
     if !present {
         let body = json!({"CertificateString": ca_pem, "CertificateType": "PEM"});
-        client
-            .send(&Request::new(Method::POST, &certs.odata_id).json(&body))
-            .with_context(|| {
-                format!(
-                    "adding the dcn CA to virtual media {}'s certificates",
-                    slot.id()
-                )
-            })?;
+        let sent = client.send(&Request::new(Method::POST, &certs.odata_id).json(&body));
+        // The Redfish emulator keeps one certificate and answers 409
+        // "already exists" for a second; if it is another CA than dcn's,
+        // the BMC's fetch of the ISO fails verification and says so.
+        let exists = |e: &anyhow::Error| {
+            e.downcast_ref::<super::error::RedfishError>()
+                .is_some_and(|re| re.status == 409)
+        };
+        match sent {
+            Ok(_) => {}
+            Err(e) if exists(&e) => tracing::info!(
+                "virtual media {} already holds a CA certificate; the ISO's fetch checks it",
+                slot.id()
+            ),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "adding the dcn CA to virtual media {}'s certificates",
+                        slot.id()
+                    )
+                });
+            }
+        }
     }
     if !verifying {
         let body = json!({"VerifyCertificate": true});
