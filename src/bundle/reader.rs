@@ -169,15 +169,9 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
         return Err(BundleError::UnsupportedVersion { found });
     }
     let manifest: Manifest = crate::config::parse(yaml, MANIFEST).map_err(BundleError::Manifest)?;
-    manifest.validate().map_err(|p| {
-        BundleError::Manifest(ConfigError {
-            file: MANIFEST.to_string(),
-            line: None,
-            column: None,
-            path: p.path,
-            message: p.message,
-        })
-    })?;
+    manifest
+        .validate()
+        .map_err(|p| BundleError::Manifest(ConfigError::at(MANIFEST, p.path, p.message)))?;
     Ok(manifest)
 }
 

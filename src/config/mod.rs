@@ -44,6 +44,20 @@ pub struct ConfigError {
     pub message: String,
 }
 
+impl ConfigError {
+    /// An error at a field `path` of `file`, where no line is known (checks
+    /// that run after parsing).
+    pub fn at(file: &str, path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line: None,
+            column: None,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file)?;
@@ -166,13 +180,7 @@ pub fn validate_text(text: &str, file: &str) -> Result<String, ConfigError> {
 /// The file's `kind`, one of [`KINDS`].
 fn kind_of(text: &str, file: &str) -> Result<String, ConfigError> {
     check_limits(text, file)?;
-    let err = |message: String| ConfigError {
-        file: file.to_string(),
-        line: None,
-        column: None,
-        path: "kind".to_string(),
-        message,
-    };
+    let err = |message: String| ConfigError::at(file, "kind", message);
     let kinds = KINDS.join(", ");
     let value: serde_yaml::Value = parse(text, file)?;
     let Some(map) = value.as_mapping() else {
@@ -199,13 +207,7 @@ fn check_header(text: &str, file: &str, kind: &str) -> Result<(), ConfigError> {
     }
     // Before the first serde_yaml parse of the text.
     check_limits(text, file)?;
-    let err = |path: &str, message: String| ConfigError {
-        file: file.to_string(),
-        line: None,
-        column: None,
-        path: path.to_string(),
-        message,
-    };
+    let err = |path: &str, message: String| ConfigError::at(file, path, message);
     let header: Header = match serde_yaml::from_str(text) {
         Ok(h) => h,
         // Syntax errors are reported, with their line, by the full parse.

@@ -160,13 +160,7 @@ impl NodeConfig {
     /// Checks that span fields: each interface matched one way, a disk named
     /// one way, gateways reachable on their interface, `myIp` local.
     pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
-        let err = |path: String, message: String| ConfigError {
-            file: file.to_string(),
-            line: None,
-            column: None,
-            path,
-            message,
-        };
+        let err = |path: String, message: String| ConfigError::at(file, path, message);
         if self.disk.device.is_some() && self.disk.select != DiskSelect::Only {
             return Err(err(
                 "disk".into(),

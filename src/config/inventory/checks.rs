@@ -10,13 +10,7 @@ use crate::config::ConfigError;
 use std::collections::HashMap;
 
 pub(super) fn check(inv: &SiteInventory, file: &str) -> Result<(), ConfigError> {
-    let err = |path: String, message: String| ConfigError {
-        file: file.to_string(),
-        line: None,
-        column: None,
-        path,
-        message,
-    };
+    let err = |path: String, message: String| ConfigError::at(file, path, message);
     media(inv).map_err(|(p, m)| err(p.into(), m))?;
     if inv.nodes.is_empty() {
         return Err(err(
