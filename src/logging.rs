@@ -1,6 +1,9 @@
 //! Logs and progress go to stderr, results to stdout. Messages are plain
 //! sentences: INFO lines print as they are, other levels get a prefix. The
 //! last lines printed are kept ([`recent_lines`]), for a failure report.
+//! Work done for one subject on its own thread (a node of a site deploy)
+//! names it at the start of each line ([`LinePrefix`]), so lines from
+//! library code such as the BMC client say whose they are.
 
 use crate::cli::Verbosity;
 use std::collections::VecDeque;
@@ -27,6 +30,29 @@ pub fn init(verbosity: Verbosity) {
         .with_writer(std::io::stderr)
         .event_format(Plain)
         .try_init();
+}
+
+thread_local! {
+    static PREFIX: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// While alive, every line logged from this thread starts with
+/// `subject: `.
+pub struct LinePrefix {
+    previous: Option<String>,
+}
+
+impl LinePrefix {
+    pub fn new(subject: &str) -> LinePrefix {
+        let previous = PREFIX.with(|p| p.replace(Some(format!("{subject}: "))));
+        LinePrefix { previous }
+    }
+}
+
+impl Drop for LinePrefix {
+    fn drop(&mut self) {
+        PREFIX.with(|p| *p.borrow_mut() = self.previous.take());
+    }
 }
 
 /// How many of the last lines printed are kept.
@@ -76,7 +102,8 @@ where
         let mut text = String::new();
         ctx.field_format()
             .format_fields(Writer::new(&mut text), event)?;
-        let line = format!("{prefix}{text}");
+        let subject = PREFIX.with(|p| p.borrow().clone()).unwrap_or_default();
+        let line = format!("{prefix}{subject}{text}");
         remember(&line);
         writeln!(writer, "{line}")
     }
@@ -95,5 +122,21 @@ mod tests {
         assert_eq!(kept.len(), KEPT_LINES);
         assert_eq!(kept[0], "line 20");
         assert_eq!(kept[KEPT_LINES - 1], "more 29");
+    }
+
+    #[test]
+    fn a_line_prefix_lasts_as_long_as_its_guard_on_its_thread() {
+        let subject = || PREFIX.with(|p| p.borrow().clone());
+        {
+            let _outer = LinePrefix::new("bm1-n1");
+            {
+                let _inner = LinePrefix::new("bm1-n2");
+                assert_eq!(subject().as_deref(), Some("bm1-n2: "));
+            }
+            assert_eq!(subject().as_deref(), Some("bm1-n1: "));
+            let other = std::thread::spawn(move || PREFIX.with(|p| p.borrow().clone()));
+            assert_eq!(other.join().unwrap(), None);
+        }
+        assert_eq!(subject(), None);
     }
 }

@@ -750,3 +750,62 @@ fn power_off_waits_for_the_new_state() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// The media CA goes to the drive once: a second run finds it (compared by
+/// its bytes, not by the text the BMC shows) and posts nothing; a drive
+/// holding another CA is refused with the way out, not silently kept.
+#[test]
+fn the_media_ca_is_added_once_and_another_ca_is_not_overwritten() {
+    if skip() {
+        return;
+    }
+    let emu = Emulator::start(TWO_SYSTEMS, "full");
+    let client = dcn::bmc::Client::new(&dcn::bmc::ClientOptions {
+        url: emu.url.clone(),
+        username: USER.into(),
+        password: Secret::new(PASSWORD),
+        trust: dcn::tls::ServerTrust::Pin(emu.pin.parse().unwrap()),
+        timeout: Duration::from_secs(30),
+        retry: dcn::bmc::Retry::default(),
+    })
+    .unwrap();
+    let ours = dcn::pki::CertificateAuthority::generate("media CA").unwrap();
+    let slot_of = |node: &str| {
+        let system = dcn::bmc::find_system(&client, Some(node)).unwrap();
+        dcn::bmc::cd_slot(&client, &system).unwrap()
+    };
+    let certs = format!("/redfish/v1/Systems/{NODE0}/VirtualMedia/Cd/Certificates");
+    let posts = || {
+        std::fs::read_to_string(emu.dir.path().join("emulator.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("POST {certs} HTTP")))
+            .count()
+    };
+
+    let trust = dcn::bmc::trust_media_ca(&client, &slot_of("node-0"), ours.cert_pem()).unwrap();
+    assert_eq!(trust, dcn::bmc::MediaTrust::Verified);
+    assert_eq!(emu.cd(NODE0)["VerifyCertificate"], true);
+    assert_eq!(emu.get(&certs)["Members"].as_array().unwrap().len(), 1);
+    assert_eq!(posts(), 1);
+
+    let again = dcn::bmc::trust_media_ca(&client, &slot_of("node-0"), ours.cert_pem()).unwrap();
+    assert_eq!(again, dcn::bmc::MediaTrust::Verified);
+    assert_eq!(posts(), 1, "the CA already there was posted again");
+
+    let other = dcn::pki::CertificateAuthority::generate("someone else's CA").unwrap();
+    let err = dcn::bmc::trust_media_ca(&client, &slot_of("node-0"), other.cert_pem())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("holds another CA certificate")
+            && err.contains(&format!("{certs}/Default"))
+            && err.contains("remove it"),
+        "{err}"
+    );
+    let kept = emu.get(&format!("{certs}/Default"));
+    assert_eq!(
+        dcn::pki::pem_der(kept["CertificateString"].as_str().unwrap()).unwrap(),
+        dcn::pki::pem_der(ours.cert_pem()).unwrap()
+    );
+}

@@ -6,10 +6,9 @@
 
 use super::client::{Client, Request};
 use super::discover::Slot;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use reqwest::Method;
-use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Whether the BMC now verifies the media server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,13 +17,6 @@ pub enum MediaTrust {
     Verified,
     /// It offers no way to: why.
     Unsupported(String),
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct Certificate {
-    #[serde(default)]
-    certificate_string: Option<String>,
 }
 
 /// Have `slot` verify image servers against `ca_pem`. Idempotent: a CA
@@ -37,40 +29,42 @@ pub fn trust_media_ca(client: &Client, slot: &Slot, ca_pem: &str) -> Result<Medi
             slot.id()
         )));
     };
-    let wanted = normalise(ca_pem);
-    let mut present = false;
-    for m in super::collection::members(client, &certs.odata_id)
-        .with_context(|| format!("listing the CA certificates of virtual media {}", slot.id()))?
-    {
-        let cert = client.get::<Certificate>(&m.odata_id)?.value;
-        if cert.certificate_string.as_deref().map(normalise) == Some(wanted.clone()) {
-            present = true;
-            break;
-        }
-    }
-    if !present {
+    let wanted = crate::pki::pem_der(ca_pem).context("the CA to give the BMC")?;
+    if !matches!(
+        holding(client, slot, &certs.odata_id, &wanted)?,
+        Some(Holding::Ours)
+    ) {
         let body = json!({"CertificateString": ca_pem, "CertificateType": "PEM"});
         let sent = client.send(&Request::new(Method::POST, &certs.odata_id).json(&body));
-        // The Redfish emulator keeps one certificate and answers 409
-        // "already exists" for a second; if it is another CA than dcn's,
-        // the BMC's fetch of the ISO fails verification and says so.
-        let exists = |e: &anyhow::Error| {
-            e.downcast_ref::<super::error::RedfishError>()
-                .is_some_and(|re| re.status == 409)
-        };
-        match sent {
-            Ok(_) => {}
-            Err(e) if exists(&e) => tracing::info!(
-                "virtual media {} already holds a CA certificate; the ISO's fetch checks it",
-                slot.id()
-            ),
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "adding the dcn CA to virtual media {}'s certificates",
-                        slot.id()
-                    )
-                });
+        if let Err(e) = sent {
+            // A BMC with room for one certificate (the Redfish emulator is
+            // one) answers 409 when it holds another: dcn does not replace
+            // a CA it did not put there. A concurrent run may have added
+            // dcn's meanwhile, which is fine.
+            let conflict = e
+                .downcast_ref::<super::error::RedfishError>()
+                .is_some_and(|re| re.status == 409);
+            let theirs = if conflict {
+                holding(client, slot, &certs.odata_id, &wanted)?
+            } else {
+                None
+            };
+            match theirs {
+                Some(Holding::Ours) => {}
+                Some(Holding::Others(paths)) => bail!(
+                    "virtual media {} holds another CA certificate ({}) and has no room for dcn's: \
+                     remove it (DELETE it on the BMC) if nothing else needs it, then run dcn again",
+                    slot.id(),
+                    paths.join(", ")
+                ),
+                None => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "adding the dcn CA to virtual media {}'s certificates",
+                            slot.id()
+                        )
+                    });
+                }
             }
         }
     }
@@ -88,7 +82,33 @@ pub fn trust_media_ca(client: &Client, slot: &Slot, ca_pem: &str) -> Result<Medi
     Ok(MediaTrust::Verified)
 }
 
-/// A PEM text without its line breaks and surrounding space, to compare.
-fn normalise(pem: &str) -> String {
-    pem.split_whitespace().collect()
+/// What a virtual drive's certificate collection holds, as dcn sees it.
+enum Holding {
+    /// dcn's CA, among others or alone.
+    Ours,
+    /// Only other certificates, by their paths.
+    Others(Vec<String>),
+}
+
+/// Whether the collection at `certs` holds the certificate `wanted` (DER):
+/// `None` when it is empty. Certificates are compared by their DER bytes,
+/// read from the BMC's raw answer: the cleaned copy [`Client::get`] gives
+/// has its line breaks escaped for the terminal, and is never equal.
+fn holding(client: &Client, slot: &Slot, certs: &str, wanted: &[u8]) -> Result<Option<Holding>> {
+    let members = super::collection::members(client, certs)
+        .with_context(|| format!("listing the CA certificates of virtual media {}", slot.id()))?;
+    let mut others = Vec::new();
+    for m in members {
+        let reply = client.send(&Request::new(Method::GET, &m.odata_id))?;
+        let cert: Value = serde_json::from_str(&reply.body)
+            .with_context(|| format!("GET {}: the BMC's answer is not JSON", m.odata_id))?;
+        let der = cert["CertificateString"]
+            .as_str()
+            .and_then(|pem| crate::pki::pem_der(pem).ok());
+        if der.as_deref() == Some(wanted) {
+            return Ok(Some(Holding::Ours));
+        }
+        others.push(m.odata_id);
+    }
+    Ok((!others.is_empty()).then_some(Holding::Others(others)))
 }

@@ -196,8 +196,29 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
     if alive(nspawn) {
         bail!("container {name} (nspawn PID {nspawn}) is still running after SIGKILL");
     }
-    if let Some(init) = init.filter(|p| alive(*p)) {
-        bail!("container {name}: its systemd (PID {init}) is still running after SIGKILL");
+    // nspawn can exit while its init is still ending the PID namespace
+    // (every process in it is killed and reaped first): give that time,
+    // then kill what is left.
+    if let Some(init) = init {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(init) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Still the container's systemd, not a process that took its PID.
+        let comm = std::fs::read_to_string(format!("/proc/{init}/comm")).unwrap_or_default();
+        if alive(init) && comm.trim() == "systemd" {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(init as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while alive(init) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        if alive(init) {
+            bail!("container {name}: its systemd (PID {init}) is still running after SIGKILL");
+        }
     }
     Ok(())
 }

@@ -88,6 +88,7 @@ pub struct NodeRun {
 /// Run one node from `start`. Failures are recorded at the centre and
 /// returned in the outcome; they never stop the other nodes.
 pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
+    let _named = crate::logging::LinePrefix::new(node.hostname());
     let started = Instant::now();
     let mut stretches = Vec::new();
     let outcome = match drive(ctx, node, start, &mut stretches) {
@@ -98,12 +99,12 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
             recorded,
         }) => {
             let reason = format!("{error:#}");
-            say(node, &format!("FAILED in {phase}: {reason}"));
+            say(&format!("FAILED in {phase}: {reason}"));
             // A failure the node reported is at the centre already, with
             // its log lines: recording it again would replace them.
             let record = || watch::fail(ctx.files, ctx.site, node.hostname(), &phase, &reason);
             if let Err(e) = if recorded { Ok(()) } else { record() } {
-                tracing::warn!("recording {}'s failure: {e:#}", node.hostname());
+                tracing::warn!("recording the failure at the centre: {e:#}");
             }
             Outcome::Failed { phase, reason }
         }
@@ -132,8 +133,9 @@ fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
     }
 }
 
-fn say(node: &NodeTarget, line: &str) {
-    tracing::info!("{}: {line}", node.hostname());
+/// A line about `node` (named by the thread's [`LinePrefix`]).
+fn say(line: &str) {
+    tracing::info!("{line}");
 }
 
 fn drive(
@@ -146,7 +148,7 @@ fn drive(
         |name: &str, t: Instant| stretches.push((name.into(), t.elapsed().as_secs_f64()));
     match start {
         Start::Placed => {
-            say(node, "already placed; left alone");
+            say("already placed; left alone");
             return Ok(Outcome::AlreadyPlaced);
         }
         Start::Boot => {
@@ -167,7 +169,7 @@ fn drive(
             timed("bmc", t);
         }
         Start::Follow => {
-            say(node, "already under way; following it");
+            say("already under way; following it");
             let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
             if !seen.booted {
                 install_then_boot_disk(ctx, node, &mut timed)?;
@@ -197,14 +199,11 @@ fn media_for(ctx: &Run, node: &NodeTarget) -> Result<String> {
             .map_err(|e: String| anyhow::anyhow!("the bundle's CA pin: {e}"))?,
     );
     let media = super::media::prepare(ctx.files, ctx.site, ctx.iso, ctx.bundle, &config)?;
-    say(
-        node,
-        &format!(
-            "ISO ready ({} payload bytes written in {:.0} ms)",
-            media.report.payload_bytes,
-            media.report.write_seconds * 1000.0
-        ),
-    );
+    say(&format!(
+        "ISO ready ({} payload bytes written in {:.0} ms)",
+        media.report.payload_bytes,
+        media.report.write_seconds * 1000.0
+    ));
     Ok(media.file_name)
 }
 
@@ -222,11 +221,10 @@ fn boot(ctx: &Run, node: &NodeTarget, url: &str) -> Result<()> {
         let slot = bmc::cd_slot(&client, &system)?;
         match bmc::trust_media_ca(&client, &slot, ca)? {
             bmc::MediaTrust::Verified => {
-                say(node, "its BMC verifies the media server against the dcn CA")
+                say("its BMC verifies the media server against the dcn CA")
             }
             bmc::MediaTrust::Unsupported(why) => tracing::warn!(
-                "{}: its BMC cannot be told to verify the media server ({why}): it fetches the ISO, which holds a join token, without checking whom from",
-                node.hostname()
+                "its BMC cannot be told to verify the media server ({why}): it fetches the ISO, which holds a join token, without checking whom from"
             ),
         }
     }
@@ -254,10 +252,10 @@ fn boot(ctx: &Run, node: &NodeTarget, url: &str) -> Result<()> {
         Phase::PoweredOn,
         &format!("{} ({})", report.reset_type, report.boot_target),
     )?;
-    say(
-        node,
-        &format!("booting its ISO ({} requested)", report.reset_type),
-    );
+    say(&format!(
+        "booting its ISO ({} requested)",
+        report.reset_type
+    ));
     Ok(())
 }
 
@@ -307,10 +305,7 @@ fn leave_installer(ctx: &Run, node: &NodeTarget) -> Result<(), Failure> {
         }
         drop(client);
         if started.elapsed() > REBOOT_GRACE {
-            say(
-                node,
-                "still not rebooted from the installer; restarting it from the disk",
-            );
+            say("still not rebooted from the installer; restarting it from the disk");
             return to_disk(ctx, node, DiskBoot::Restart).map_err(at("media-ejected"));
         }
         std::thread::sleep(ctx.limits.poll);
@@ -341,7 +336,7 @@ fn to_disk(ctx: &Run, node: &NodeTarget, how: DiskBoot) -> Result<()> {
             ),
         )?;
     }
-    say(node, &lines.join(" "));
+    say(&lines.join(" "));
     Ok(())
 }
 
@@ -359,14 +354,13 @@ fn wait(
     loop {
         let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
         if seen.phase != last {
-            say(node, &seen.phase);
+            say(&seen.phase);
             if seen.retrying
                 && let Some(reason) = &seen.failed
             {
-                say(
-                    node,
-                    &format!("its join failed ({reason}); its first-boot unit tries again"),
-                );
+                say(&format!(
+                    "its join failed ({reason}); its first-boot unit tries again"
+                ));
             }
             last = seen.phase.clone();
         }
