@@ -68,19 +68,7 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> Dur
 }
 
 fn compute_state(lab: &Lab, host: &str) -> String {
-    let out = lab.exec(&[
-        "openstack",
-        "compute",
-        "service",
-        "list",
-        "--service",
-        "nova-compute",
-        "-f",
-        "json",
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    v.as_array()
-        .and_then(|a| a.iter().find(|r| r["Host"] == host))
+    lab.compute_service(host)
         .and_then(|r| r["State"].as_str().map(String::from))
         .unwrap_or_else(|| "missing".into())
 }

@@ -135,19 +135,6 @@ fn between(entry: &Value, from: &str, to: &str) -> Option<f64> {
     Some(at(b)? - at(a)?)
 }
 
-fn compute_service(lab: &Lab, host: &str) -> Option<Value> {
-    let v = lab.json(&[
-        "openstack",
-        "compute",
-        "service",
-        "list",
-        "--service",
-        "nova-compute",
-        "--long",
-    ]);
-    v.as_array()?.iter().find(|r| r["Host"] == host).cloned()
-}
-
 fn chassis(lab: &Lab) -> String {
     lab.ok(&[
         "ovn-sbctl",
@@ -238,7 +225,8 @@ fn site_deploy_from_bmc_to_compute_service() {
             1,
             "{host}: the re-run booted a node that was installing: {seen:?}"
         );
-        let svc = compute_service(&lab, host)
+        let svc = lab
+            .compute_service(host)
             .unwrap_or_else(|| panic!("{host}: no nova-compute service"));
         assert_eq!(svc["State"], "up", "{svc:#}");
         assert_eq!(svc["Zone"], SITE, "{svc:#}");
@@ -309,7 +297,7 @@ fn site_deploy_from_bmc_to_compute_service() {
             "{host}: a re-run changed a placed node"
         );
         assert_eq!(
-            compute_service(&lab, host).map(|s| s["State"].clone()),
+            lab.compute_service(host).map(|s| s["State"].clone()),
             Some(Value::from("up"))
         );
     }

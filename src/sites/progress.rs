@@ -80,12 +80,21 @@ impl ProgressRecord {
     /// to print ([`crate::terminal_text::sanitize`]) and cut short; only
     /// the last log lines are kept, and the last [`MAX_HISTORY`] entries.
     /// The same phase and detail again (a heartbeat) only renews
-    /// `updatedAt`. `failed` keeps its reason and log as the last error;
-    /// `placed` clears it.
+    /// `updatedAt`, as does a step of the join that got the node placed.
+    /// `failed` keeps its reason and log as the last error; `placed`
+    /// clears it.
     pub fn apply(&mut self, phase: Phase, detail: Option<&str>, log: &[String], now: SystemTime) {
         let at = rfc3339(now);
         let detail = detail.map(|d| clean(d, MAX_DETAIL));
         self.updated_at = at.clone();
+        // The join that got the node placed goes on with its last steps,
+        // and repeats them as heartbeats, after the placer put it in its
+        // zone: they do not take it out again. A new join starts with
+        // `join-started`, and a failure is always recorded.
+        let placed = self.current().is_some_and(|e| e.phase == Phase::Placed);
+        if placed && matches!(phase, Phase::JoinStep | Phase::Joined) {
+            return;
+        }
         let same = self
             .current()
             .is_some_and(|e| e.phase == phase && e.detail == detail);

@@ -111,6 +111,26 @@ impl Lab {
         serde_json::from_str(&self.ok(&a)).unwrap()
     }
 
+    /// `host`'s nova-compute service as `openstack compute service list
+    /// --long` shows it (State, Status, Zone, ...); None when it is not
+    /// listed or the API did not answer (as while the control plane
+    /// restarts).
+    pub fn compute_service(&self, host: &str) -> Option<Value> {
+        let out = self.exec(&[
+            "openstack",
+            "compute",
+            "service",
+            "list",
+            "--service",
+            "nova-compute",
+            "--long",
+            "-f",
+            "json",
+        ]);
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        v.as_array()?.iter().find(|r| r["Host"] == host).cloned()
+    }
+
     /// A port on the lab network (which `dcn lab up` creates with the
     /// guest image and flavor); returns its id and address.
     pub fn port(&self, name: &str) -> (String, String) {

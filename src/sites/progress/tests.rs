@@ -82,6 +82,57 @@ fn history_detail_and_log_are_bounded_and_safe_to_print() {
     assert!(r.last_error.is_none(), "placed clears the last error");
 }
 
+/// Seen in the lab: the placer placed a node while its join was still
+/// configuring services, and the join's next heartbeat made it look as if
+/// it had left its zone.
+#[test]
+fn the_rest_of_the_join_that_placed_a_node_leaves_it_placed() {
+    let mut r = ProgressRecord::new("n", "edge1");
+    r.apply(Phase::JoinStarted, None, &[], t(0));
+    r.apply(Phase::Joined, None, &[], t(8));
+    r.apply(
+        Phase::JoinStep,
+        Some("install and configure the compute services"),
+        &[],
+        t(9),
+    );
+    r.apply(Phase::Placed, None, &[], t(350));
+    r.apply(
+        Phase::JoinStep,
+        Some("install and configure the compute services"),
+        &[],
+        t(361),
+    );
+    r.apply(
+        Phase::JoinStep,
+        Some("wait until the control plane sees this host"),
+        &[],
+        t(380),
+    );
+    r.apply(Phase::Joined, None, &[], t(381));
+    assert_eq!(r.current().unwrap().phase, Phase::Placed);
+    assert_eq!(r.history.len(), 4);
+    assert_eq!(r.updated_at, rfc3339(t(381)), "the node is not silent");
+    // A failure after placement, and a new join after it, are recorded.
+    r.apply(
+        Phase::Failed,
+        Some("the metadata agent did not start"),
+        &[],
+        t(400),
+    );
+    assert_eq!(r.current().unwrap().phase, Phase::Failed);
+    r.apply(Phase::JoinStarted, None, &[], t(430));
+    r.apply(Phase::JoinStep, Some("preflight"), &[], t(431));
+    assert_eq!(r.current().unwrap().phase, Phase::JoinStep);
+    r.apply(Phase::Placed, None, &[], t(500));
+    r.apply(Phase::JoinStarted, None, &[], t(600));
+    assert_eq!(
+        r.current().unwrap().phase,
+        Phase::JoinStarted,
+        "a re-join is shown"
+    );
+}
+
 #[test]
 fn a_node_is_silent_after_ten_minutes_unless_done() {
     let mut r = ProgressRecord::new("n", "edge1");
