@@ -53,6 +53,11 @@ pub struct JoinReport {
 /// tokens expire and certificates start an hour back.
 const MAX_SKEW: Duration = Duration::from_secs(300);
 
+/// How long the join waits for its queued progress reports before its
+/// request (they are best effort: a centre that is slow to take them
+/// does not hold up the join for longer).
+const REPORTS_BEFORE_JOIN: Duration = Duration::from_secs(20);
+
 /// Set (to anything) by the first-boot unit: the join then reports
 /// `first-boot` before it starts.
 pub const FIRSTBOOT_ENV: &str = "DCN_FIRSTBOOT";
@@ -67,6 +72,21 @@ impl Timer {
     fn step<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         tracing::info!("==> {name}");
         self.reporter.phase(Phase::JoinStep, Some(name));
+        self.timed(name, f)
+    }
+
+    /// A step that starts once the reports queued so far (its own
+    /// included) have left, or [`REPORTS_BEFORE_JOIN`] passed.
+    fn step_after_reports<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        tracing::info!("==> {name}");
+        self.reporter.phase(Phase::JoinStep, Some(name));
+        if !self.reporter.flush(REPORTS_BEFORE_JOIN) {
+            tracing::debug!("progress reports are still queued; the centre may refuse them");
+        }
+        self.timed(name, f)
+    }
+
+    fn timed<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let t = Instant::now();
         let r = f()?;
         self.steps.push((name.to_string(), t.elapsed()));
@@ -125,7 +145,9 @@ fn join_verified(
     timer.step("reach the control plane", || {
         reach(&client, bundle, deadline)
     })?;
-    let credentials = timer.step("join the site", || {
+    // The reports sent with the join token must reach the centre before
+    // the join does: after it, only the node secret is taken.
+    let credentials = timer.step_after_reports("join the site", || {
         edge::request(
             host, &client, bundle, &hostname, address, rejoined, deadline,
         )

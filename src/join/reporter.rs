@@ -22,6 +22,8 @@ pub const FINISH_WITHIN: Duration = Duration::from_secs(15);
 enum Message {
     Report(ProgressReport),
     Credential(Secret),
+    /// Answered once every report queued before it was sent (or dropped).
+    Flush(SyncSender<()>),
 }
 
 /// Sends a node's progress. [`Reporter::off`] reports nothing (no bundle
@@ -97,6 +99,19 @@ impl Reporter {
         self.queue(Message::Credential(credential));
     }
 
+    /// Wait until the reports queued so far have been sent (or dropped),
+    /// for at most `within`. The join calls it before its request: once the
+    /// host has joined, the centre takes only the node secret, so reports
+    /// still queued with the join token would be refused.
+    pub fn flush(&self, within: Duration) -> bool {
+        let (done, flushed) = std::sync::mpsc::sync_channel(1);
+        if self.queue.is_none() {
+            return true;
+        }
+        self.queue(Message::Flush(done));
+        flushed.recv_timeout(within).is_ok()
+    }
+
     /// Stop: the reports queued so far get up to `within` to be sent.
     pub fn finish(mut self, within: Duration) {
         drop(self.queue.take());
@@ -122,6 +137,10 @@ fn send_all(
         let report = match inbox.recv_timeout(wait) {
             Ok(Message::Credential(c)) => {
                 credential = c;
+                continue;
+            }
+            Ok(Message::Flush(done)) => {
+                let _ = done.try_send(());
                 continue;
             }
             Ok(Message::Report(r)) => {
