@@ -153,6 +153,8 @@ stage prerequisites prerequisites
 stage fmt cargo fmt --check
 stage clippy cargo clippy --locked --all-targets -- -D warnings
 stage test cargo test --locked
+# The tests that need a tool prerequisites installed (vagrant).
+stage test-ignored-tools cargo test --locked --test vagrant -- --ignored
 stage static-binary static_binary
 stage fuzz-smoke fuzz_smoke
 

@@ -88,16 +88,15 @@ fn the_command_line_check_would_catch_a_renamed_flag() {
     assert!(dcn::cli::Cli::try_parse_from(&words).is_err());
 }
 
+/// Run with `--ignored` (tests/run.sh does, after installing vagrant and
+/// vagrant-libvirt).
 #[test]
+#[ignore = "needs vagrant and vagrant-libvirt: tests/run.sh installs them and runs it with --ignored"]
 fn vagrant_validate_accepts_the_lab() {
-    if Command::new("vagrant").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "vagrant is not installed; tests/run.sh installs vagrant and vagrant-libvirt"
-        );
-        eprintln!("skipped: vagrant is not installed");
-        return;
-    }
+    assert!(
+        Command::new("vagrant").arg("--version").output().is_ok(),
+        "vagrant is not installed: apt-get install vagrant vagrant-libvirt (tests/run.sh does)"
+    );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vagrant");
     let home = tempfile::tempdir().unwrap();
     for env in [
