@@ -102,10 +102,7 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
             say(&format!("FAILED in {phase}: {reason}"));
             // A failure the node reported is at the centre already, with
             // its log lines: recording it again would replace them.
-            let record = || {
-                let cause_first = cause_first(&error);
-                watch::fail(ctx.files, ctx.site, node.hostname(), &phase, &cause_first)
-            };
+            let record = || watch::fail(ctx.files, ctx.site, node.hostname(), &phase, &error);
             if let Err(e) = if recorded { Ok(()) } else { record() } {
                 tracing::warn!("recording the failure at the centre: {e:#}");
             }
@@ -117,20 +114,6 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
         outcome,
         stretches,
         seconds: started.elapsed().as_secs_f64(),
-    }
-}
-
-/// `error` with its most specific cause first, then what dcn was doing:
-/// the centre keeps the first [`crate::join::protocol::MAX_DETAIL`]
-/// characters of a failure, and "401 Unauthorized" matters more than
-/// "logging in to the BMC at …".
-fn cause_first(error: &anyhow::Error) -> String {
-    let chain: Vec<String> = error.chain().map(|e| e.to_string()).collect();
-    match chain.split_last() {
-        Some((cause, doing)) if !doing.is_empty() => {
-            format!("{cause} (while {})", doing.join(": "))
-        }
-        _ => chain.concat(),
     }
 }
 
@@ -416,22 +399,5 @@ fn wait(
             });
         }
         std::thread::sleep(ctx.limits.poll);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failure_at_the_centre_starts_with_its_cause() {
-        let e = anyhow::anyhow!("the BMC answered 401 Unauthorized to GET /redfish/v1/Systems")
-            .context("listing the BMC's systems")
-            .context("logging in to the BMC at https://10.0.0.5/");
-        assert_eq!(
-            cause_first(&e),
-            "the BMC answered 401 Unauthorized to GET /redfish/v1/Systems (while logging in to the BMC at https://10.0.0.5/: listing the BMC's systems)"
-        );
-        assert_eq!(cause_first(&anyhow::anyhow!("no disk")), "no disk");
     }
 }

@@ -121,15 +121,47 @@ pub fn record(files: &Files, site: &str, hostname: &str, phase: Phase, detail: &
 }
 
 /// Record that the deploy failed `hostname` in `stretch` for `reason`.
-pub fn fail(files: &Files, site: &str, hostname: &str, stretch: &str, reason: &str) -> Result<()> {
-    let detail = format!("site deploy, {stretch}: {reason}");
+pub fn fail(
+    files: &Files,
+    site: &str,
+    hostname: &str,
+    stretch: &str,
+    error: &anyhow::Error,
+) -> Result<()> {
+    let detail = format!("site deploy, {stretch}: {}", cause_first(error));
     progress::record_at_centre(files, site, hostname, Phase::Failed, Some(&detail), &[])?;
     Ok(())
+}
+
+/// `error` with its most specific cause first, then what dcn was doing:
+/// the centre keeps the first [`crate::join::protocol::MAX_DETAIL`]
+/// characters of a failure, and "401 Unauthorized" matters more than
+/// "logging in to the BMC at …".
+fn cause_first(error: &anyhow::Error) -> String {
+    let chain: Vec<String> = error.chain().map(|e| e.to_string()).collect();
+    match chain.split_last() {
+        Some((cause, doing)) if !doing.is_empty() => {
+            format!("{cause} (while {})", doing.join(": "))
+        }
+        _ => chain.concat(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_at_the_centre_starts_with_its_cause() {
+        let e = anyhow::anyhow!("the BMC answered 401 Unauthorized to GET /redfish/v1/Systems")
+            .context("listing the BMC's systems")
+            .context("logging in to the BMC at https://10.0.0.5/");
+        assert_eq!(
+            cause_first(&e),
+            "the BMC answered 401 Unauthorized to GET /redfish/v1/Systems (while logging in to the BMC at https://10.0.0.5/: listing the BMC's systems)"
+        );
+        assert_eq!(cause_first(&anyhow::anyhow!("no disk")), "no disk");
+    }
 
     #[test]
     fn the_disk_counts_only_after_the_last_insert_and_failures_carry_their_reason() {
@@ -184,7 +216,7 @@ mod tests {
             "edge1",
             "n1",
             "powered-on",
-            "the BMC refused the login",
+            &anyhow::anyhow!("the BMC refused the login"),
         )
         .unwrap();
         let s = seen(&files, "n1").unwrap();
