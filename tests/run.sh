@@ -32,8 +32,16 @@ stage() {
     local start=$SECONDS
     echo "==> $name"
     "$@"
-    echo "<== $name: $((SECONDS - start))s"
+    echo "<== $name: $((SECONDS - start))s, $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 }
+
+# In CI the build shares its disk with the labs, and a fresh machine may
+# have little to spare: builds keep no incremental state and only line
+# tables for backtraces (together about 4 GB less under target/), and the
+# fuzz build is removed once its runs are done (1.4 GB).
+if [[ ${CI:-} == true ]]; then
+    export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+fi
 
 # Tools the tests call. Installed when missing and we are root (CI, a fresh
 # machine); otherwise the tests that need them say so.
@@ -81,9 +89,9 @@ static_binary() {
 # The edge chain (the ISO built, then a site deployed from its BMCs) runs
 # when what it exercises changed in the last commit — the image and its
 # installer, the BMC client, the join and its service, progress reports,
-# the deploy, the lab's bare-metal site — or when asked for.
+# the deploy, the lab that hosts the bare-metal site — or when asked for.
 EDGE_CHAIN_PATHS=(images src/image src/bmc src/join src/serve src/site_deploy
-    src/sites/progress.rs src/lab/bare_metal tests/image_e2e.rs tests/site_deploy_e2e.rs)
+    src/sites/progress.rs src/lab tests/common tests/image_e2e.rs tests/site_deploy_e2e.rs)
 image_e2e_wanted() {
     [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
     [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0
@@ -157,6 +165,7 @@ stage test cargo test --locked
 stage test-ignored-tools cargo test --locked --test vagrant -- --ignored
 stage static-binary static_binary
 stage fuzz-smoke fuzz_smoke
+if [[ ${CI:-} == true ]]; then rm -rf fuzz/target; fi
 
 if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
     stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e --test lab_edges -- --ignored --nocapture

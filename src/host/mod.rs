@@ -1,10 +1,12 @@
-//! The one place that touches the host: running commands ([`command`]) and
-//! writing files ([`files`]). Logic receives a [`Host`], so tests pass a
-//! temporary root directory and a [`RecordingRunner`] instead of the machine.
+//! The one place that touches the host: running commands ([`command`]),
+//! writing files ([`files`]) and reading free space ([`space`]). Logic
+//! receives a [`Host`], so tests pass a temporary root directory and a
+//! [`RecordingRunner`] instead of the machine.
 
 pub mod apt;
 pub mod command;
 pub mod files;
+pub mod space;
 pub mod systemd;
 mod users;
 

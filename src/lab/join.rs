@@ -56,6 +56,8 @@ pub(super) fn join_edges(dir: &Path, state: &LabState) -> Result<Vec<EdgeJoin>> 
                         &pin,
                         "--packages",
                         &format!("local:{REPO_MOUNT}"),
+                        // The lab judged this shared disk itself (lab::disk).
+                        "--ignore-preflight-errors=disk-var",
                     ])
                     .timeout(Duration::from_secs(30 * 60))
                     .unchecked(),

@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::net::{IpAddr, ToSocketAddrs, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A fact, or why it could not be read. In JSON a known fact is its value
 /// and an unknown one is `{"unknown": "<why>"}`.
@@ -141,7 +141,7 @@ pub fn gather(root: &Path) -> Facts {
         memory_bytes: Fact::from_result(read(&at("proc/meminfo")).and_then(|t| {
             sources::parse_meminfo_total(&t).context("/proc/meminfo has no MemTotal line")
         })),
-        var_free_bytes: Fact::from_result(free_bytes(&at("var"))),
+        var_free_bytes: Fact::from_result(crate::host::space::free_bytes(&at("var"))),
         cpu_virt_flag: Fact::from_result(
             cpuinfo
                 .as_ref()
@@ -228,20 +228,6 @@ fn primary_address() -> Result<IpAddr> {
 
 /// Free space on the filesystem that holds `path` (or its nearest existing
 /// parent), as `df` counts it.
-fn free_bytes(path: &Path) -> Result<u64> {
-    let mut p: PathBuf = path.to_path_buf();
-    while !p.exists() {
-        if !p.pop() {
-            anyhow::bail!("{} does not exist", path.display());
-        }
-    }
-    let st = nix::sys::statvfs::statvfs(&p)
-        .with_context(|| format!("reading the free space of {}", p.display()))?;
-    // f_bavail, not f_bfree: the blocks reserved for root are a safety
-    // margin, not room for images, and `df` leaves them out too.
-    Ok(st.blocks_available() as u64 * st.fragment_size() as u64)
-}
-
 fn kvm_device(path: &Path) -> KvmDevice {
     match fs::OpenOptions::new().read(true).write(true).open(path) {
         Ok(_) => KvmDevice::Usable,
