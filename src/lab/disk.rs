@@ -27,9 +27,10 @@ const EDGE_OVER_LAYER: u64 = GIB;
 const EDGE_INSTALLING: u64 = 3 * GIB;
 /// The BMC container: libvirt's state and the VMs' serial logs.
 const BMC: u64 = GIB;
-/// A bare-metal VM with a disk: the installed system in its qcow2 disk,
-/// and its copy of the edge ISO on the control plane.
-const VM_WITH_DISK: u64 = 4 * GIB;
+/// A bare-metal node that installs: the installed system in its qcow2
+/// disk (1.9 GB measured) and its copy of the edge ISO on the control
+/// plane (0.6 GB).
+const VM_WITH_DISK: u64 = 3 * GIB;
 
 /// What the lab directory will grow to, at most, for this lab.
 pub fn need_bytes(edge_hosts: u8, edge_layer: bool, bare_metal: Option<&Site>) -> u64 {
@@ -39,7 +40,9 @@ pub fn need_bytes(edge_hosts: u8, edge_layer: bool, bare_metal: Option<&Site>) -
         EDGE_INSTALLING
     };
     let bm = bare_metal.map_or(0, |site| {
-        let disks = site.vms.iter().filter(|v| v.kind != VmKind::NoDisk).count() as u64;
+        // The no-disk node has none; the wrong-password one never boots,
+        // so its disk stays empty.
+        let disks = site.vms.iter().filter(|v| v.kind == VmKind::Node).count() as u64;
         BMC + disks * VM_WITH_DISK
     });
     CONTROL_PLANE + u64::from(edge_hosts) * per_edge + bm
@@ -75,11 +78,11 @@ mod tests {
         assert_eq!(cp, CONTROL_PLANE);
         assert_eq!(need_bytes(2, true, None), cp + 2 * EDGE_OVER_LAYER);
         assert_eq!(need_bytes(2, false, None), cp + 2 * EDGE_INSTALLING);
-        // Two nodes and the two failing ones: the no-disk VM has no disk.
+        // Two nodes and the two failing ones, which never install.
         let site = Site::plan(1, 2, true);
         assert_eq!(
             need_bytes(0, true, Some(&site)),
-            cp + BMC + 3 * VM_WITH_DISK
+            cp + BMC + 2 * VM_WITH_DISK
         );
     }
 

@@ -226,8 +226,6 @@ fn primary_address() -> Result<IpAddr> {
     Err(e).context("this host has no default route")
 }
 
-/// Free space on the filesystem that holds `path` (or its nearest existing
-/// parent), as `df` counts it.
 fn kvm_device(path: &Path) -> KvmDevice {
     match fs::OpenOptions::new().read(true).write(true).open(path) {
         Ok(_) => KvmDevice::Usable,
