@@ -117,6 +117,21 @@ impl Timer {
     }
 }
 
+/// A lab whose processes all ended (killed with its session, say) leaves
+/// its network namespaces behind; they hold nothing but interfaces, so a new
+/// lab removes them. A lab that still runs is refused.
+fn remove_orphaned_namespaces(runner: &dyn crate::host::Runner) -> Result<()> {
+    let names = net::lab_namespaces_in(std::path::Path::new("/run/netns"));
+    if names.is_empty() {
+        return Ok(());
+    }
+    for name in net::orphaned_namespaces(runner, names)? {
+        tracing::warn!("removing network namespace {name}, left by a lab that no longer runs");
+        net::delete_netns(runner, &name)?;
+    }
+    Ok(())
+}
+
 /// Bring a lab up.
 pub fn up(opts: &UpOptions) -> Result<Report> {
     require_root()?;
@@ -128,12 +143,6 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
             opts.dir.display()
         );
     }
-    if net::netns_exists(&net::router_ns()) {
-        bail!(
-            "network namespace {} exists, left by another lab; run `dcn lab down` (with its --dir) first",
-            net::router_ns()
-        );
-    }
     let config_text = match &opts.config {
         Some(p) => crate::yaml::read_file(p).with_context(|| format!("reading {}", p.display()))?,
         None => default_config(),
@@ -141,6 +150,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;
     let bm_site = bare_metal::plan(opts)?;
     let runner = SystemRunner::new(false);
+    remove_orphaned_namespaces(&runner)?;
     let mut timer = Timer {
         report: Report::default(),
         started: Instant::now(),

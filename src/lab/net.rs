@@ -214,6 +214,45 @@ pub fn set_link(runner: &dyn Runner, router_link: &str, up: bool) -> Result<()> 
     )
 }
 
+/// The lab's namespaces in `dir` (normally /run/netns), sorted.
+pub fn lab_namespaces_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(PREFIX))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether any process lives in a namespace. A namespace whose processes
+/// all ended (the containers were killed with their session, say) holds
+/// nothing but its interfaces and can be deleted safely.
+pub fn netns_has_processes(runner: &dyn Runner, name: &str) -> Result<bool> {
+    let out = runner.run(
+        &Cmd::new(format!("listing the processes in {name}"), "ip")
+            .args(["netns", "pids", name])
+            .read_only(),
+    )?;
+    Ok(out.stdout.lines().any(|l| !l.trim().is_empty()))
+}
+
+/// Namespaces left by a lab that no longer runs: `Ok(names)` when no
+/// process lives in any of them, an error naming the way out when one does.
+pub fn orphaned_namespaces(runner: &dyn Runner, names: Vec<String>) -> Result<Vec<String>> {
+    for name in &names {
+        if netns_has_processes(runner, name)? {
+            anyhow::bail!(
+                "network namespace {name} exists and has processes: another lab is running; \
+                 run `dcn lab down --dir DIR` with that lab's directory first"
+            );
+        }
+    }
+    Ok(names)
+}
+
 /// Delete a namespace (its veth ends go with it).
 pub fn delete_netns(runner: &dyn Runner, name: &str) -> Result<()> {
     if netns_exists(name) {
@@ -230,6 +269,37 @@ pub fn delete_netns(runner: &dyn Runner, name: &str) -> Result<()> {
 mod tests {
     use super::*;
     use crate::host::RecordingRunner;
+
+    #[test]
+    fn namespaces_without_processes_are_orphans_and_busy_ones_are_refused() {
+        let names = vec![router_ns(), format!("{PREFIX}cp")];
+        let empty = RecordingRunner::answering(|_| crate::host::CmdOutput::ok(""));
+        assert_eq!(orphaned_namespaces(&empty, names.clone()).unwrap(), names);
+        let busy = RecordingRunner::answering(|c| {
+            crate::host::CmdOutput::ok(if c.command_line().ends_with("dcnlab-cp") {
+                "4242\n"
+            } else {
+                ""
+            })
+        });
+        let err = orphaned_namespaces(&busy, names).unwrap_err().to_string();
+        assert!(
+            err.contains("dcnlab-cp") && err.contains("lab down"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn only_the_labs_namespaces_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in ["dcnlab-router", "dcnlab-cp", "other"] {
+            std::fs::write(dir.path().join(n), "").unwrap();
+        }
+        assert_eq!(
+            lab_namespaces_in(dir.path()),
+            vec!["dcnlab-cp".to_string(), "dcnlab-router".to_string()]
+        );
+    }
 
     #[test]
     fn addressing_is_one_routed_subnet_per_host() {
