@@ -352,16 +352,9 @@ pub fn deploy(
         recipes,
         services: services.clone(),
         values,
-        custom_config: BTreeMap::from([
-            (
-                "novaCompute".to_string(),
-                custom.nova_compute.as_str().to_string(),
-            ),
-            (
-                "ovnMetadataAgent".to_string(),
-                custom.ovn_metadata_agent.as_str().to_string(),
-            ),
-        ]),
+        custom_config: (custom.iter())
+            .map(|(key, text)| (key.clone(), text.as_str().to_string()))
+            .collect(),
         source: source.clone(),
         certs: Arc::new(NodeCerts),
     };

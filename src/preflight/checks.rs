@@ -4,6 +4,7 @@
 
 use super::Role;
 use super::facts::{Fact, Facts, KvmDevice};
+use crate::recipes::Recipes;
 use serde::Serialize;
 use std::fmt;
 use std::net::IpAddr;
@@ -157,29 +158,24 @@ const MEMTOTAL_MARGIN_PERCENT: u64 = 10;
 
 const GIB: u64 = 1 << 30;
 
-/// The TCP ports a role listens on, and what for.
-pub fn required_ports(role: Role, params: &Params) -> Vec<(u16, &'static str)> {
-    let mut ports = match role {
-        Role::Standalone => vec![
-            (3306, "mariadb"),
-            (5000, "keystone"),
-            (5671, "rabbitmq TLS, for edge hosts"),
-            (5672, "rabbitmq, for the control plane"),
-            (6080, "nova-novncproxy"),
-            (6641, "OVN northbound database"),
-            (6642, "OVN southbound database"),
-            (8774, "nova-api"),
-            (8775, "nova metadata API"),
-            (8778, "placement"),
-            (9292, "glance"),
-            (9696, "neutron"),
-            (11211, "memcached"),
-            (params.join_port, "dcn join service"),
-        ],
-        Role::Edge => Vec::new(),
+/// The TCP ports a role listens on, and which service: read from the
+/// recipes of its roles, plus the join service's configurable port.
+pub fn required_ports(role: Role, params: &Params) -> Vec<(u16, String)> {
+    required_ports_in(crate::recipes::catalogue::embedded(), role, params)
+}
+
+/// [`required_ports`] from the given recipes.
+pub fn required_ports_in(recipes: &Recipes, role: Role, params: &Params) -> Vec<(u16, String)> {
+    let roles: &[&str] = match (role, params.compute) {
+        (Role::Standalone, true) => &["controller", "compute"],
+        (Role::Standalone, false) => &["controller"],
+        (Role::Edge, _) => &["edge"],
     };
-    if role == Role::Edge || params.compute {
-        ports.push((6640, "Open vSwitch manager on loopback, for os-vif"));
+    let mut ports = recipes
+        .ports_for_roles(roles)
+        .expect("the roles of the embedded recipes exist (cargo test)");
+    if role == Role::Standalone {
+        ports.push((params.join_port, "join-service".into()));
     }
     ports
 }

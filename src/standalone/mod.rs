@@ -196,21 +196,11 @@ fn finish(
     })
 }
 
-/// `customServiceConfig` of every service, by config key.
+/// `customServiceConfig` of every service that has one, by config key.
 fn custom_config(config: &StandaloneConfig) -> BTreeMap<String, String> {
-    let s = &config.services;
-    [
-        ("keystone", &s.keystone),
-        ("placement", &s.placement),
-        ("glance", &s.glance),
-        ("nova", &s.nova),
-        ("neutron", &s.neutron),
-        ("novaCompute", &s.nova_compute),
-        ("ovnMetadataAgent", &s.ovn_metadata_agent),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.custom_service_config.as_str().to_string()))
-    .collect()
+    (config.services.custom_configs().into_iter())
+        .map(|(k, v)| (k, v.as_str().to_string()))
+        .collect()
 }
 
 /// The phases after secrets.

@@ -148,15 +148,10 @@ pub fn control_plane_values(
         })
         .collect();
 
-    let s = &config.services;
-    for (name, w) in [
-        ("keystone", s.keystone.workers),
-        ("placement", s.placement.workers),
-        ("glance", s.glance.workers),
-        ("nova", s.nova.workers),
-        ("neutron", s.neutron.workers),
-    ] {
-        v.workers.insert(name.into(), w.resolve(facts.cpus));
+    // `{{ workers.<key> }}` for every configurable service, by its key.
+    for key in crate::recipes::catalogue::embedded().config_keys().keys() {
+        let w = config.services.get(key).workers;
+        v.workers.insert(key.to_string(), w.resolve(facts.cpus));
     }
 
     let net = &config.network;
