@@ -126,6 +126,11 @@ impl Manifest {
     /// Check the rules between fields. The writer calls it before writing
     /// and the reader after parsing, so dcn never writes what it refuses.
     pub fn validate(&self) -> Result<(), ManifestProblem> {
+        self.validate_with(crate::recipes::catalogue::embedded())
+    }
+
+    /// [`Manifest::validate`] against the service catalogue of `recipes`.
+    pub fn validate_with(&self, recipes: &crate::recipes::Recipes) -> Result<(), ManifestProblem> {
         let problem = |path: &str, message: String| {
             Err(ManifestProblem {
                 path: path.to_string(),
@@ -141,9 +146,8 @@ impl Manifest {
                 format!("is {v}; this dcn writes {FORMAT_VERSION}"),
             );
         }
-        let catalogue = crate::recipes::catalogue::embedded();
         for key in self.custom_service_config.keys() {
-            if let Err(e) = catalogue.config_key(key, true) {
+            if let Err(e) = recipes.config_key(key, true) {
                 return problem(&format!("customServiceConfig.{key}"), e);
             }
         }

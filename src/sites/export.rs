@@ -11,8 +11,8 @@ use crate::bundle::{
     Manifest, Messaging, save_bundle, write_bundle,
 };
 use crate::config::StandaloneConfig;
-use crate::config::types::Port;
 use crate::config::types::SiteName;
+use crate::config::types::{IniText, Port};
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
@@ -98,8 +98,16 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         uses: 0,
     })?;
 
-    let manifest = manifest(site_name, &deployment, &config, (now, not_after), &token.id)
-        .context("internal error building the manifest")?;
+    let manifest = manifest(
+        crate::recipes::catalogue::embedded(),
+        site_name,
+        &deployment,
+        &config,
+        &config.services.custom_configs(),
+        (now, not_after),
+        &token.id,
+    )
+    .context("internal error building the manifest")?;
     let bytes = write_bundle(
         &BundleContents {
             manifest,
@@ -122,10 +130,12 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
 
 /// The manifest of a bundle for `site`. Only the services that run on
 /// edges get their `customServiceConfig` (the catalogue says which).
-fn manifest(
+pub(crate) fn manifest(
+    recipes: &crate::recipes::Recipes,
     site: &str,
     deployment: &Deployment,
     config: &StandaloneConfig,
+    custom: &BTreeMap<String, IniText>,
     (created_at, not_after): (SystemTime, SystemTime),
     token_id: &str,
 ) -> Result<Manifest> {
@@ -134,8 +144,8 @@ fn manifest(
     }
     let a = &deployment.address;
     let https = |rest: &str| parse::<HttpsUrl>(format!("https://{a}:{rest}"));
-    let edge_keys = crate::recipes::catalogue::embedded().edge_config_keys();
-    let manifest = Manifest {
+    let edge_keys = recipes.edge_config_keys();
+    Ok(Manifest {
         format_version: FORMAT_VERSION,
         site: parse(site.to_string())?,
         created_at,
@@ -162,18 +172,15 @@ fn manifest(
             address: parse(a.clone())?,
             names: vec![parse(deployment.hostname.clone())?],
         }],
-        custom_service_config: (config.services.custom_configs().into_iter())
-            .filter(|(key, _)| edge_keys.contains(&key.as_str()))
+        custom_service_config: (custom.iter())
+            .filter(|(key, text)| edge_keys.contains(&key.as_str()) && !text.is_empty())
+            .map(|(key, text)| (key.clone(), text.clone()))
             .collect(),
         config_drive: config.zones.edge_config_drive,
         token_id: token_id.to_string(),
-        // write_bundle fills in the digests.
+        // write_bundle fills in the digests, then validates the whole.
         members: BTreeMap::new(),
-    };
-    manifest
-        .validate()
-        .map_err(|p| anyhow!("{}: {}", p.path, p.message))?;
-    Ok(manifest)
+    })
 }
 
 #[cfg(test)]
