@@ -207,6 +207,26 @@ pub enum SiteCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
+    /// Show or change a site's service config (kind SiteConfig): site defaults and node overrides
+    ///
+    /// Without --file, prints the current revision. With --file, shows each
+    /// joined node's drop-in diffs, then saves the file as the next revision
+    /// (with --dry-run: only shows). Nodes fetch and apply it within about
+    /// 30 s, restarting only the services whose drop-in changed; a node cut
+    /// off catches up when it is back. Resolved per key as node > site >
+    /// control plane (`dcn node show HOST`).
+    Config {
+        /// The site
+        site: crate::config::types::SiteName,
+        /// The new config (kind SiteConfig, for this site)
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Show the per-node diffs; change nothing
+        #[arg(long, requires = "file")]
+        dry_run: bool,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
     /// Revoke a site: its nodes' credentials and its tokens die, its hosts lose access
     Revoke {
         /// The site
@@ -256,6 +276,19 @@ pub enum NodeCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
+    /// Show an edge host's resolved service config, where each value came from, and the revision it runs
+    Show {
+        /// The host name
+        hostname: String,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// On a joined edge: fetch this node's site config from the control plane and apply it
+    ///
+    /// Run every 30 s by the dcn-config-sync timer that `dcn join` installs.
+    /// Writes the drop-ins that differ, restarts the services whose drop-in
+    /// changed, and reports the revision to the control plane.
+    SyncConfig,
     /// Remove an edge host: its credentials die, then its compute service, resource provider, aggregate membership and progress record go
     ///
     /// A host that only reported progress and never joined loses its progress record.

@@ -265,15 +265,22 @@ impl Unit {
             .and_then(|c| custom_config.get(&c.config_key))
             .cloned()
             .unwrap_or_default();
+        let custom_restarts = (s.custom_config.as_ref())
+            .and_then(|c| c.restarts.clone())
+            .unwrap_or_else(|| s.units.clone());
         let certs: Vec<String> = s.certificates.iter().map(|c| c.leaf.clone()).collect();
         Ok(s.units
             .iter()
             .map(|unit| {
+                let custom = match custom_restarts.contains(unit) {
+                    true => custom.as_bytes(),
+                    false => b"",
+                };
                 let parts: Vec<&[u8]> = files
                     .iter()
                     .filter(|f| f.restarts.contains(unit))
                     .flat_map(|f| [f.path.as_bytes(), f.contents.as_bytes()])
-                    .chain([custom.as_bytes()])
+                    .chain([custom])
                     .chain(certs.iter().map(|c| c.as_bytes()))
                     .collect();
                 Unit {

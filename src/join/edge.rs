@@ -26,7 +26,7 @@ const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
 const HOSTS: &str = "/etc/hosts";
 
 /// What the join reply gave this node, kept for re-runs.
-pub struct Credentials {
+pub(super) struct Credentials {
     pub site: String,
     pub rabbit_user: String,
     pub rabbit_password: Secret,
@@ -50,7 +50,7 @@ impl Credentials {
         )
     }
 
-    fn load(files: &Files) -> Result<Option<Credentials>> {
+    pub(super) fn load(files: &Files) -> Result<Option<Credentials>> {
         let Some(text) = files.read_string(CREDENTIALS)? else {
             return Ok(None);
         };
@@ -347,14 +347,24 @@ pub fn deploy(
         .collect();
     let facts = crate::standalone::values::HostFacts::detect(files.root());
     let values = Arc::new(values(bundle, creds, hostname, address, &facts));
-    let custom = &bundle.manifest.custom_service_config;
+    // The site config this node applied since it joined wins over the
+    // bundle's (the control plane's at export): one writer per drop-in.
+    let custom: BTreeMap<String, String> = match super::config_sync::Applied::load(host)? {
+        Some(applied) => applied.services,
+        None => (bundle.manifest.custom_service_config.iter())
+            .map(|(key, text)| (key.clone(), text.as_str().to_string()))
+            .collect(),
+    };
+    files.write(
+        super::config_sync::JOIN_ENDPOINT,
+        format!("{}\n", bundle.manifest.control_plane.join_endpoint).as_bytes(),
+        &FileSpec::public(),
+    )?;
     let plan = Plan {
         recipes,
         services: services.clone(),
         values,
-        custom_config: (custom.iter())
-            .map(|(key, text)| (key.clone(), text.as_str().to_string()))
-            .collect(),
+        custom_config: custom,
         source: source.clone(),
         certs: Arc::new(NodeCerts),
     };

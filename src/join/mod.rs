@@ -9,6 +9,7 @@
 //! ([`reporter`], best effort), and the error if the join fails.
 
 pub mod client;
+pub mod config_sync;
 mod edge;
 pub mod protocol;
 pub mod reporter;

@@ -184,6 +184,10 @@ pub struct CustomConfigRecipe {
     pub owner: String,
     #[serde(default = "root")]
     pub group: String,
+    /// Units restarted when the drop-in changes (default: the service's
+    /// units).
+    #[serde(default)]
+    pub restarts: Option<Vec<String>>,
 }
 
 /// A database owned by one service.

@@ -152,7 +152,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         .collect();
     for (path, text) in &mut files {
         if path.ends_with("roles/edge.yaml") {
-            *text = text.replace("ovn-metadata-agent]", "ovn-metadata-agent, cinder-volume]");
+            *text = text.replace("dcn-config-sync]", "dcn-config-sync, cinder-volume]");
         }
     }
     files.push((

@@ -6,6 +6,7 @@
 //! aggregate.
 
 mod backoff;
+mod config;
 mod gate;
 mod handlers;
 mod listener;
@@ -15,8 +16,8 @@ mod ratelimit;
 
 use crate::host::Host;
 use crate::join::protocol::{
-    ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest, NODES_PATH, PROGRESS_MAX_BODY,
-    PROGRESS_PATH,
+    CONFIG_MAX_BODY, CONFIG_SUFFIX, ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest,
+    NODES_PATH, PROGRESS_MAX_BODY, PROGRESS_PATH,
 };
 use crate::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use anyhow::{Context, Result};
@@ -356,6 +357,45 @@ async fn route(
             .await
             {
                 Ok(a) => (json(a.status, &a.body), a.note),
+                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
+            }
+        }
+        (method, p)
+            if p.starts_with(NODES_PATH)
+                && p.ends_with(CONFIG_SUFFIX)
+                && (method == Method::GET || method == Method::POST) =>
+        {
+            let hostname = p[NODES_PATH.len()..p.len() - CONFIG_SUFFIX.len()].to_string();
+            let shown_host = shown(&hostname);
+            if hostname.parse::<crate::config::types::Hostname>().is_err() {
+                return (
+                    error(404, "bad-request", "not a host name"),
+                    format!("(node {shown_host} config)"),
+                );
+            }
+            let bearer = bearer(&req);
+            let body = if method == Method::POST {
+                match read_body(req, CONFIG_MAX_BODY, body_time).await {
+                    Ok(b) => Some(b),
+                    Err(refusal) => return (refusal, String::new()),
+                }
+            } else {
+                None
+            };
+            let st = state.clone();
+            let answer = tokio::task::spawn_blocking(move || match body {
+                None => config::fetch(&st.host, &hostname, bearer.as_deref())
+                    .map(|reply| json(200, &reply)),
+                Some(body) => config::report(&st.host, &hostname, bearer.as_deref(), &body)
+                    .map(|()| json(200, &serde_json::json!({}))),
+            })
+            .await;
+            match answer {
+                Ok(Ok(response)) => (response, format!("(node {shown_host} config)")),
+                Ok(Err(r)) => (
+                    json(r.status, &r.reply),
+                    format!("(node {shown_host} config) refused: {}", r.reply.error),
+                ),
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }

@@ -56,6 +56,7 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
         placed_at: Some(rfc3339(now)),
         key_pin: None,
         ovn_ca: None,
+        config: None,
     })
     .unwrap();
 
