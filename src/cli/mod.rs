@@ -196,11 +196,12 @@ pub enum SiteCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
-    /// Show each host of a site: its phase from BMC to zone (PHASE), since when, its last report and last error
+    /// Show each host of a site: its phase from BMC to zone (PHASE), since when, its last report, the site config revision it runs (CONFIG) and its last error
     ///
     /// Hosts being deployed report each phase to the join service; a host that is not placed or failed and
-    /// reported nothing for 10 minutes shows as `silent (last: PHASE)`. Failed hosts' reasons and last log
-    /// lines follow the table.
+    /// reported nothing for 10 minutes shows as `silent (last: PHASE)`. CONFIG is the revision of
+    /// `dcn site config` a joined node applied: `1 of 2` while it is behind, `(failed)` when the last one
+    /// did not apply. Failed hosts' reasons and last log lines follow the table.
     Status {
         /// The site
         site: crate::config::types::SiteName,
