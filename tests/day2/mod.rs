@@ -68,7 +68,7 @@ pub fn compute(lab: &Lab, host: &str) -> Compute {
             "journalctl -q -u nova-compute.service -o cat --no-pager | grep -c '^Stopped nova-compute' || true",
         ),
         drop_in: std::fs::read_to_string(lab.host_path(host, DROP_IN)).ok(),
-        debug_lines: count("grep -c ' DEBUG ' /var/log/nova/nova-compute.log || true"),
+        debug_lines: count("cat /var/log/nova/nova-compute.log 2>/dev/null | grep -c ' DEBUG ' || true"),
     }
 }
 
