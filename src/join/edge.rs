@@ -11,6 +11,7 @@ use crate::deploy::{CertSource, Plan};
 use crate::deployment::{Deployment, Record};
 use crate::engine::{self, Phase};
 use crate::host::{FileSpec, Files, Host};
+use crate::recipes::compute_link::{ComputeLink, Interface};
 use crate::recipes::{Recipes, ServicePhase, Values};
 use crate::secrets::Secret;
 use anyhow::{Context, Result, bail};
@@ -26,7 +27,7 @@ const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
 const HOSTS: &str = "/etc/hosts";
 
 /// What the join reply gave this node, kept for re-runs.
-pub(super) struct Credentials {
+pub(crate) struct Credentials {
     pub site: String,
     pub rabbit_user: String,
     pub rabbit_password: Secret,
@@ -346,7 +347,7 @@ pub fn deploy(
         .map(|s| s.service.clone())
         .collect();
     let facts = crate::standalone::values::HostFacts::detect(files.root());
-    let values = Arc::new(values(bundle, creds, hostname, address, &facts));
+    let values = Arc::new(values(&bundle.manifest, creds, hostname, address, &facts));
     // The site config this node applied since it joined wins over the
     // bundle's (the control plane's at export): one writer per drop-in.
     let custom: BTreeMap<String, String> = match super::config_sync::Applied::load(host)? {
@@ -423,14 +424,14 @@ fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
 
 /// The values an edge's compute services are rendered with: TLS
 /// everywhere, the site's own users.
-fn values(
-    bundle: &VerifiedBundle,
+pub(crate) fn values(
+    manifest: &crate::bundle::Manifest,
     creds: &Credentials,
     hostname: &str,
     address: IpAddr,
     facts: &crate::standalone::values::HostFacts,
 ) -> Values {
-    let cp = &bundle.manifest.control_plane;
+    let cp = &manifest.control_plane;
     let cp_host = cp.messaging.host.to_string();
     let ca = crate::standalone::values::PUBLIC_CA;
     let identity = cp.endpoints.identity.as_str();
@@ -453,52 +454,32 @@ fn values(
     set(&mut v.network, "bridgeMappings", "physnet1:br-ex");
     set(&mut v.network, "bridges", "br-ex");
     v.password.insert(
-        "compute_service".into(),
-        creds.service_password.expose().into(),
-    );
-    v.password.insert(
         "metadata_secret".into(),
         creds.metadata_secret.expose().into(),
     );
     v.password
         .insert("site_rabbit".into(), creds.rabbit_password.expose().into());
-    set(
-        &mut v.compute,
-        "transportUrl",
-        &format!(
+    ComputeLink {
+        transport_url: format!(
             "rabbit://{}:{}@{}:{}/",
             creds.rabbit_user,
             creds.rabbit_password.expose(),
             cp.messaging.host,
             cp.messaging.port.0
         ),
-    );
-    set(
-        &mut v.compute,
-        "rabbitSsl",
-        if cp.messaging.tls { "true" } else { "false" },
-    );
-    set(&mut v.compute, "caFile", ca);
-    set(&mut v.compute, "sbConnection", cp.ovn_southbound.as_str());
-    set(&mut v.compute, "sbSsl", "true");
-    set(&mut v.compute, "serviceUser", &creds.service_user);
-    set(
-        &mut v.compute,
-        "novncproxyUrl",
-        cp.endpoints.novncproxy.as_str(),
-    );
-    set(&mut v.compute, "interface", "public");
-    set(&mut v.compute, "metadataHost", &cp_host);
-    set(&mut v.compute, "metadataProtocol", "https");
-    set(&mut v.compute, "zone", bundle.manifest.site.as_str());
-    set(
-        &mut v.compute,
-        "configDrive",
-        if bundle.manifest.config_drive {
-            "true"
-        } else {
-            "false"
-        },
-    );
+        rabbit_tls: cp.messaging.tls,
+        ca_file: ca.into(),
+        sb_connection: cp.ovn_southbound.to_string(),
+        sb_tls: true,
+        service_user: creds.service_user.clone(),
+        service_password: creds.service_password.expose().into(),
+        novncproxy_url: cp.endpoints.novncproxy.to_string(),
+        interface: Interface::Public,
+        metadata_host: cp_host,
+        metadata_tls: true,
+        zone: manifest.site.to_string(),
+        config_drive: manifest.config_drive,
+    }
+    .apply_to(&mut v);
     v
 }

@@ -10,7 +10,7 @@
 
 pub mod client;
 pub mod config_sync;
-mod edge;
+pub(crate) mod edge;
 pub mod protocol;
 pub mod reporter;
 

@@ -6,6 +6,7 @@
 //! embedded in the binary at build time (see `build.rs`).
 
 pub mod catalogue;
+pub mod compute_link;
 mod render;
 mod schema;
 
@@ -166,5 +167,7 @@ impl Recipes {
     }
 }
 
+#[cfg(test)]
+mod render_tests;
 #[cfg(test)]
 mod tests;

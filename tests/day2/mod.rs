@@ -68,7 +68,9 @@ pub fn compute(lab: &Lab, host: &str) -> Compute {
             "journalctl -q -u nova-compute.service -o cat --no-pager | grep -c '^Stopped nova-compute' || true",
         ),
         drop_in: std::fs::read_to_string(lab.host_path(host, DROP_IN)).ok(),
-        debug_lines: count("cat /var/log/nova/nova-compute.log 2>/dev/null | grep -c ' DEBUG ' || true"),
+        debug_lines: count(
+            "cat /var/log/nova/nova-compute.log 2>/dev/null | grep -c ' DEBUG ' || true",
+        ),
     }
 }
 
@@ -127,7 +129,15 @@ pub fn site_debug(lab: &Lab) -> Compute {
     assert_eq!(applied(lab, "edge1", "edge1"), (0, Some(0)));
 
     write_on_cp(lab, SITE_DEBUG);
-    let plan = lab.ok(&["dcn", "site", "config", "edge1", "--file", FILE, "--dry-run"]);
+    let plan = lab.ok(&[
+        "dcn",
+        "site",
+        "config",
+        "edge1",
+        "--file",
+        FILE,
+        "--dry-run",
+    ]);
     eprintln!("dry run of revision 1:\n{plan}");
     assert!(
         plan.contains(&format!("edge1: {DROP_IN} (novaCompute)"))
@@ -135,7 +145,10 @@ pub fn site_debug(lab: &Lab) -> Compute {
             && plan.contains("dry run: nothing changed"),
         "{plan}"
     );
-    assert!(!plan.contains("edge2"), "edge2 is not in site edge1: {plan}");
+    assert!(
+        !plan.contains("edge2"),
+        "edge2 is not in site edge1: {plan}"
+    );
     std::thread::sleep(Duration::from_secs(35));
     assert_eq!(
         applied(lab, "edge1", "edge1"),
@@ -184,7 +197,15 @@ fn wait_debug(lab: &Lab, host: &str, before: usize) {
 pub fn node_override_while_cut(lab: &Lab) -> Compute {
     let edge1 = compute(lab, "edge1");
     write_on_cp(lab, &format!("{SITE_DEBUG}{NODE_OVERRIDE}"));
-    let plan = lab.ok(&["dcn", "site", "config", "edge1", "--file", FILE, "--dry-run"]);
+    let plan = lab.ok(&[
+        "dcn",
+        "site",
+        "config",
+        "edge1",
+        "--file",
+        FILE,
+        "--dry-run",
+    ]);
     assert!(
         plan.contains("+cpu_allocation_ratio = 3.0") && plan.contains(" debug = true"),
         "the diff adds the override and keeps the site's value: {plan}"
@@ -206,7 +227,9 @@ pub fn node_override_while_cut(lab: &Lab) -> Compute {
     );
     let status = lab.ok(&["dcn", "site", "status", "edge1"]);
     assert!(
-        status.lines().any(|l| l.starts_with("edge1 ") && l.contains(" 1 of 2 ")),
+        status
+            .lines()
+            .any(|l| l.starts_with("edge1 ") && l.contains(" 1 of 2 ")),
         "edge1 is behind while cut off: {status}"
     );
     std::thread::sleep(Duration::from_secs(35));
