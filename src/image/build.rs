@@ -19,8 +19,11 @@
 
 use super::mounts::Mounts;
 use super::recipe::RecipeDir;
-use crate::host::{Cmd, Runner};
-use crate::secrets::Secret;
+use crate::config::types::PackageSource;
+use crate::host::apt::{Apt, DebconfAnswer};
+use crate::host::chroot::ChrootRunner;
+use crate::host::debian::{self, Debootstrap};
+use crate::host::{Cmd, Files, Runner};
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -293,21 +296,17 @@ fn ensure_base(
     if done.exists() && !refresh {
         return Ok("cached".into());
     }
-    let mirror = mirror_for(&host_sources()?, &recipe.recipe.suite)?;
     let partial = base.with_extension("partial");
     remove_tree(&partial)?;
     remove_tree(base)?;
     let r = &recipe.recipe;
-    runner.run(
-        &Cmd::new(format!("debootstrap of Debian {}", r.suite), "debootstrap")
-            .args(["--variant=minbase", "--merged-usr"])
-            .arg(format!("--include={}", r.base.join(",")))
-            .arg(format!("--cache-dir={}", debs.display()))
-            .arg(&r.suite)
-            .arg(partial.display().to_string())
-            .arg(mirror)
-            .timeout(HOUR),
-    )?;
+    Debootstrap {
+        suite: &r.suite,
+        include: &r.base,
+        target: &partial,
+        cache_dir: Some(debs),
+    }
+    .run(runner)?;
     std::fs::write(partial.join(".dcn-complete"), "")?;
     std::fs::rename(&partial, base)?;
     Ok(String::new())
@@ -376,8 +375,8 @@ fn ensure_tree(
     Ok(format!("{} packages", packages.len()))
 }
 
-/// Files present only while packages install.
-const POLICY_RC_D: &str = "usr/sbin/policy-rc.d";
+/// Files present only while packages install (apt's adapter keeps its own
+/// policy-rc.d in place while it runs).
 const UNSAFE_IO: &str = "etc/dpkg/dpkg.cfg.d/99-dcn-build-unsafe-io";
 const BUILD_SOURCES: &str = "etc/apt/sources.list.d/dcn-build-host.sources";
 
@@ -390,14 +389,8 @@ fn install_packages(
     debconf: &[String],
     disable_units: &[String],
 ) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    // Nothing starts while it is installed; dpkg without fsync (a tree we
-    // are about to compress); the recipe's dpkg settings (no docs).
-    std::fs::write(root.join(POLICY_RC_D), "#!/bin/sh\nexit 101\n")?;
-    std::fs::set_permissions(
-        root.join(POLICY_RC_D),
-        std::fs::Permissions::from_mode(0o755),
-    )?;
+    // dpkg without fsync (a tree we are about to compress); the recipe's
+    // dpkg settings (no docs).
     std::fs::write(root.join(UNSAFE_IO), "force-unsafe-io\n")?;
     if recipe.dpkg_dir().is_dir() {
         for e in std::fs::read_dir(recipe.dpkg_dir())?.flatten() {
@@ -407,7 +400,7 @@ fn install_packages(
             )?;
         }
     }
-    std::fs::write(root.join(BUILD_SOURCES), host_sources()?)?;
+    std::fs::write(root.join(BUILD_SOURCES), debian::host_sources()?)?;
     let _ = std::fs::remove_file(root.join("etc/apt/sources.list"));
 
     let mut mounts = Mounts::new(runner);
@@ -417,42 +410,19 @@ fn install_packages(
         &["--bind", &debs.display().to_string()],
         &root.join("var/cache/apt/archives"),
     )?;
-    let chroot = |what: &str, args: &[&str]| {
-        Cmd::new(what, "chroot")
-            .arg(root.display().to_string())
-            .args(args.iter().copied())
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .timeout(HOUR)
-    };
-    let apt = [
-        "apt-get",
-        "-q",
-        "-y",
-        "-o",
-        "Acquire::Retries=3",
-        "-o",
-        "APT::Install-Recommends=false",
-    ];
-    runner.run(&chroot(
-        "refreshing the package lists in the image",
-        &[&apt[..], &["update"]].concat(),
-    ))?;
-    if !debconf.is_empty() {
-        runner.run(
-            &chroot("preseeding debconf answers", &["debconf-set-selections"])
-                .stdin(Secret::new(debconf.join("\n") + "\n")),
-        )?;
-    }
-    runner.run(&chroot(
-        "updating the base system in the image",
-        &[&apt[..], &["dist-upgrade"]].concat(),
-    ))?;
-    let pkgs: Vec<&str> = packages.iter().map(String::as_str).collect();
-    runner.run(&chroot(
-        &format!("installing {} packages in the image", packages.len()),
-        &[&apt[..], &["install"], &pkgs[..]].concat(),
-    ))?;
+    // The same apt adapter as on hosts, run in the tree: policy-rc.d
+    // while packages install, retries, no recommends.
+    let chroot = ChrootRunner::new(runner, root);
+    let files = Files::new(root, false);
+    let apt = Apt::new(&chroot, &files, PackageSource::Mirror);
+    let answers = (debconf.iter())
+        .map(|l| DebconfAnswer::parse(l))
+        .collect::<Result<Vec<_>>>()
+        .context("the image recipe's debconf")?;
+    apt.update()?;
+    apt.preseed(&answers)?;
+    apt.upgrade()?;
+    apt.install(packages, false)?;
     let present: Vec<&str> = disable_units
         .iter()
         .map(String::as_str)
@@ -473,7 +443,7 @@ fn install_packages(
 /// Remove the build-only files, logs, caches and per-host identity.
 fn finish_tree(runner: &dyn Runner, recipe: &RecipeDir, root: &Path) -> Result<()> {
     let _ = runner;
-    for f in [POLICY_RC_D, UNSAFE_IO, BUILD_SOURCES] {
+    for f in [UNSAFE_IO, BUILD_SOURCES] {
         let _ = std::fs::remove_file(root.join(f));
     }
     for pattern in &recipe.recipe.remove_paths {
@@ -502,64 +472,6 @@ fn unit_exists(root: &Path, unit: &str) -> bool {
     ]
     .iter()
     .any(|d| root.join(d).join(unit).exists())
-}
-
-/// The build host's apt sources, one-line and deb822, as one deb822 text:
-/// the chroot installs from the same mirrors as the host.
-fn host_sources() -> Result<String> {
-    let mut out = String::new();
-    if let Ok(t) = std::fs::read_to_string("/etc/apt/sources.list") {
-        for line in t.lines() {
-            let mut w = line.split_whitespace();
-            if w.next() != Some("deb") {
-                continue;
-            }
-            let words: Vec<&str> = w.filter(|x| !x.starts_with('[')).collect();
-            if words.len() >= 3 {
-                out.push_str(&format!(
-                    "Types: deb\nURIs: {}\nSuites: {}\nComponents: {}\n\n",
-                    words[0],
-                    words[1],
-                    words[2..].join(" ")
-                ));
-            }
-        }
-    }
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        let mut paths: Vec<_> = dir.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for p in paths
-            .iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "sources"))
-        {
-            let t = std::fs::read_to_string(p)?;
-            out.push_str(t.trim_end());
-            out.push_str("\n\n");
-        }
-    }
-    if out.is_empty() {
-        bail!(
-            "the host has no apt sources to build from; add a Debian mirror to /etc/apt/sources.list"
-        );
-    }
-    Ok(out)
-}
-
-/// The first mirror (deb822 text from [`host_sources`]) that serves `suite`.
-fn mirror_for(sources: &str, suite: &str) -> Result<String> {
-    for para in sources.split("\n\n") {
-        let field = |name: &str| {
-            para.lines()
-                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
-        };
-        if field("Suites:").is_some_and(|s| s.split_whitespace().any(|x| x == suite))
-            && let Some(uri) =
-                field("URIs:").and_then(|u| u.split_whitespace().next().map(String::from))
-        {
-            return Ok(uri);
-        }
-    }
-    bail!("the host's apt sources list no mirror for {suite}; add one to /etc/apt/sources.list")
 }
 
 /// Paths under `root` matching `pattern`, whose last component may hold `*`.
@@ -831,13 +743,6 @@ mod tests {
         let found = glob(d.path(), "/etc/ssh/ssh_host_*").unwrap();
         assert_eq!(found.len(), 2);
         assert!(glob(d.path(), "/nonexistent/*").unwrap().is_empty());
-    }
-
-    #[test]
-    fn finds_the_suite_mirror() {
-        let s = "Types: deb\nURIs: http://sec.test/d\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://m.test/d\nSuites: bookworm bookworm-updates\n";
-        assert_eq!(mirror_for(s, "bookworm").unwrap(), "http://m.test/d");
-        assert!(mirror_for(s, "trixie").is_err());
     }
 
     #[test]

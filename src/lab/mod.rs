@@ -454,20 +454,10 @@ fn install_host_tools(runner: &dyn Runner, bare_metal: bool) -> Result<()> {
         return Ok(());
     }
     tracing::info!("  installing {}", missing.join(", "));
-    runner.run(
-        &Cmd::new("installing the lab's host tools", "apt-get")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args([
-                "-q",
-                "-y",
-                "-o",
-                "DPkg::Lock::Timeout=600",
-                "--no-install-recommends",
-                "install",
-            ])
-            .args(missing)
-            .timeout(Duration::from_secs(900)),
-    )?;
+    let files = crate::host::Files::new("/", false);
+    crate::host::apt::Apt::new(runner, &files, crate::config::types::PackageSource::Mirror)
+        .install(&missing, false)
+        .context("installing the lab's host tools")?;
     Ok(())
 }
 
