@@ -186,7 +186,7 @@ fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
 fn standalone_init(args: InitArgs) -> Result<ExitCode> {
     use crate::standalone::PhaseName;
     let config = load_config(args.config.as_deref())?;
-    let until = args.phase;
+    let until = PhaseName::from(args.phase);
     let ignore_preflight = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
     let host = crate::host::Host::system(&args.root, args.dry_run);
     let started = std::time::Instant::now();
