@@ -150,6 +150,16 @@ impl Recipes {
         Ok(ports.into_iter().map(|(p, s)| (p, s.join(", "))).collect())
     }
 
+    /// The passwords the services of `roles` declare, sorted, each once.
+    pub fn passwords_for_roles(&self, roles: &[&str]) -> Result<Vec<String>> {
+        let mut names: Vec<String> = (self.services_for_roles(roles)?.iter())
+            .flat_map(|s| s.passwords.iter().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// Every unit the services of `roles` own: those `dcn` enables and
     /// starts (packaging units that start others, like ovn-host, included)
     /// and those it keeps off. A host prepared before it is configured (the

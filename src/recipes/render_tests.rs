@@ -91,9 +91,9 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
     };
     let mut passwords = crate::secrets::PasswordStore::default();
     passwords.ensure(
-        crate::standalone::secrets::CONTROL_PLANE_PASSWORDS
+        crate::standalone::secrets::control_plane_passwords()
             .iter()
-            .copied(),
+            .map(String::as_str),
     );
     let values =
         crate::standalone::values::control_plane_values(&config, &id, &facts(), &passwords)

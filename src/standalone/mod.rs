@@ -120,7 +120,11 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
         if host.dry_run {
             // A dry run on a fresh host renders with passwords that exist
             // only in memory; files holding them are not shown anyway.
-            passwords.ensure(secrets::CONTROL_PLANE_PASSWORDS.iter().copied());
+            passwords.ensure(
+                secrets::control_plane_passwords()
+                    .iter()
+                    .map(String::as_str),
+            );
         }
         let facts = values::HostFacts::detect(&root);
         let values = Arc::new(values::control_plane_values(
