@@ -16,7 +16,7 @@ fn load_config(path: Option<&std::path::Path>) -> Result<crate::config::Standalo
 pub(super) fn standalone_init(args: InitArgs) -> Result<ExitCode> {
     use crate::standalone::PhaseName;
     let config = load_config(args.config.as_deref())?;
-    let until = PhaseName::from(args.phase);
+    let until = args.phase.0;
     let ignore_preflight = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
     let host = crate::host::Host::system(&args.root, args.dry_run);
     let started = std::time::Instant::now();

@@ -1,5 +1,6 @@
 //! clap definitions of `dcn standalone init`, with its `--phase` values.
 
+use crate::standalone::PhaseName;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -9,47 +10,21 @@ pub enum StandaloneCommand {
     Init(InitArgs),
 }
 
-/// `--phase`: the phases of `init`, in order (the library's
-/// [`crate::standalone::PhaseName`], named for the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum InitPhase {
-    /// Check the host
-    Preflight,
-    /// State directories, passwords, the CA and certificates
-    Secrets,
-    /// Install the packages (nothing starts)
-    Packages,
-    /// Write every configuration file
-    Configure,
-    /// MariaDB, RabbitMQ, memcached, the API proxy, OVN databases
-    Infrastructure,
-    /// Keystone and the catalog
-    Identity,
-    /// Placement, Glance, Nova, Neutron, the join service
-    Services,
-    /// nova-compute, OVN controller, metadata agent on this host
-    Compute,
-    /// Check the control plane through its APIs
-    Verify,
-    /// clouds.yaml and admin-openrc
-    Finalize,
-}
+/// `--phase`: a phase of `init`, by the names and help of
+/// [`PhaseName::ALL`] (the library knows no clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitPhase(pub PhaseName);
 
-impl From<InitPhase> for crate::standalone::PhaseName {
-    fn from(p: InitPhase) -> Self {
-        use crate::standalone::PhaseName;
-        match p {
-            InitPhase::Preflight => PhaseName::Preflight,
-            InitPhase::Secrets => PhaseName::Secrets,
-            InitPhase::Packages => PhaseName::Packages,
-            InitPhase::Configure => PhaseName::Configure,
-            InitPhase::Infrastructure => PhaseName::Infrastructure,
-            InitPhase::Identity => PhaseName::Identity,
-            InitPhase::Services => PhaseName::Services,
-            InitPhase::Compute => PhaseName::Compute,
-            InitPhase::Verify => PhaseName::Verify,
-            InitPhase::Finalize => PhaseName::Finalize,
-        }
+impl clap::ValueEnum for InitPhase {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: std::sync::OnceLock<Vec<InitPhase>> = std::sync::OnceLock::new();
+        VARIANTS.get_or_init(|| PhaseName::ALL.iter().map(|(p, ..)| InitPhase(*p)).collect())
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        (PhaseName::ALL.iter())
+            .find(|(p, ..)| *p == self.0)
+            .map(|(_, name, about)| clap::builder::PossibleValue::new(*name).help(*about))
     }
 }
 

@@ -112,24 +112,7 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
 #[test]
 fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     let recipes = Recipes::embedded().unwrap();
-    let deployment = crate::deployment::Deployment {
-        roles: vec!["controller".into(), "compute".into()],
-        services: vec![],
-        hostname: "cp".into(),
-        address: "10.240.0.10".into(),
-        site: None,
-    };
-    let now = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
-    let manifest = crate::sites::export::manifest(
-        &recipes,
-        "edge1",
-        &deployment,
-        &crate::config::StandaloneConfig::default(),
-        &BTreeMap::new(),
-        (now, now + std::time::Duration::from_secs(3600)),
-        "abc123",
-    )
-    .unwrap();
+    let manifest = super::tests::sample_manifest(&recipes, &BTreeMap::new());
     let creds = crate::join::edge::Credentials {
         site: "edge1".into(),
         rabbit_user: "site-edge1".into(),

@@ -1,5 +1,31 @@
 use super::*;
 
+/// A bundle manifest for site edge1 of control plane `cp`, as the export
+/// builds it, with `custom` as its customServiceConfig.
+pub(super) fn sample_manifest(
+    recipes: &Recipes,
+    custom: &crate::bundle::CustomServiceConfig,
+) -> crate::bundle::Manifest {
+    let deployment = crate::deployment::Deployment {
+        roles: vec!["controller".into(), "compute".into()],
+        services: vec![],
+        hostname: "cp".into(),
+        address: "10.240.0.10".into(),
+        site: None,
+    };
+    let now = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+    crate::sites::export::manifest(
+        recipes,
+        "edge1",
+        &deployment,
+        &crate::config::StandaloneConfig::default(),
+        custom,
+        (now, now + std::time::Duration::from_secs(3600)),
+        "abc123",
+    )
+    .unwrap()
+}
+
 fn service(yaml: &str) -> ServiceRecipe {
     crate::config::parse(yaml, "test").unwrap()
 }
@@ -187,24 +213,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         "cinderVolume".to_string(),
         crate::config::types::IniText::try_from("[DEFAULT]\ndebug = true\n".to_string()).unwrap(),
     )]);
-    let deployment = crate::deployment::Deployment {
-        roles: vec!["controller".into()],
-        services: vec![],
-        hostname: "cp".into(),
-        address: "10.240.0.10".into(),
-        site: None,
-    };
-    let now = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
-    let manifest = crate::sites::export::manifest(
-        &recipes,
-        "edge1",
-        &deployment,
-        &crate::config::StandaloneConfig::default(),
-        &custom,
-        (now, now + std::time::Duration::from_secs(3600)),
-        "abc123",
-    )
-    .unwrap();
+    let manifest = sample_manifest(&recipes, &custom);
     assert_eq!(manifest.custom_service_config, custom);
     let refused = manifest.validate().unwrap_err();
     assert_eq!(refused.path, "customServiceConfig.cinderVolume");

@@ -22,29 +22,68 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The phases of `init`, in order (`--phase` names one to stop after).
+/// The phases of `init`, in order (`--phase` names one to stop after;
+/// [`PhaseName::ALL`] says what each does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PhaseName {
-    /// Check the host
     Preflight,
-    /// State directories, passwords, the CA and certificates
     Secrets,
-    /// Install the packages (nothing starts)
     Packages,
-    /// Write every configuration file
     Configure,
-    /// MariaDB, RabbitMQ, memcached, the API proxy, OVN databases
     Infrastructure,
-    /// Keystone and the catalog
     Identity,
-    /// Placement, Glance, Nova, Neutron, the join service
     Services,
-    /// nova-compute, OVN controller, metadata agent on this host
     Compute,
-    /// Check the control plane through its APIs
     Verify,
-    /// clouds.yaml and admin-openrc
     Finalize,
+}
+
+impl PhaseName {
+    /// Every phase in order, with its command-line name and what it does.
+    pub const ALL: [(PhaseName, &'static str, &'static str); 10] = [
+        (PhaseName::Preflight, "preflight", "Check the host"),
+        (
+            PhaseName::Secrets,
+            "secrets",
+            "State directories, passwords, the CA and certificates",
+        ),
+        (
+            PhaseName::Packages,
+            "packages",
+            "Install the packages (nothing starts)",
+        ),
+        (
+            PhaseName::Configure,
+            "configure",
+            "Write every configuration file",
+        ),
+        (
+            PhaseName::Infrastructure,
+            "infrastructure",
+            "MariaDB, RabbitMQ, memcached, the API proxy, OVN databases",
+        ),
+        (PhaseName::Identity, "identity", "Keystone and the catalog"),
+        (
+            PhaseName::Services,
+            "services",
+            "Placement, Glance, Nova, Neutron, the join service",
+        ),
+        (
+            PhaseName::Compute,
+            "compute",
+            "nova-compute, OVN controller, metadata agent on this host",
+        ),
+        (
+            PhaseName::Verify,
+            "verify",
+            "Check the control plane through its APIs",
+        ),
+        (
+            PhaseName::Finalize,
+            "finalize",
+            "clouds.yaml and admin-openrc",
+        ),
+    ];
 }
 
 /// Options of `init`.

@@ -7,8 +7,9 @@
 //! invocations, nova-compute's log), not only what the centre records.
 
 use crate::common::Lab;
+use crate::wait_for;
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// nova-compute's custom drop-in, from the novaCompute recipe.
 pub const DROP_IN: &str = "/etc/nova/nova-compute.conf.d/90-custom.conf";
@@ -98,19 +99,11 @@ fn dcn_json(lab: &Lab, args: &[&str]) -> Value {
 }
 
 fn wait_applied(lab: &Lab, host: &str, revision: u64, limit: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        let (_, runs) = applied(lab, "edge1", host);
-        if runs == Some(revision) {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "{host} did not report site config revision {revision} within {}s (runs {runs:?})",
-            limit.as_secs()
-        );
-        std::thread::sleep(Duration::from_secs(3));
-    }
+    wait_for(
+        &format!("{host} reports site config revision {revision}"),
+        limit,
+        || applied(lab, "edge1", host).1 == Some(revision),
+    )
 }
 
 fn write_on_cp(lab: &Lab, text: &str) {
@@ -182,14 +175,11 @@ pub fn site_debug(lab: &Lab) -> Compute {
 
 /// nova-compute logs at debug level once it runs with the drop-in.
 fn wait_debug(lab: &Lab, host: &str, before: usize) {
-    let started = Instant::now();
-    while compute(lab, host).debug_lines <= before {
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "{host}'s nova-compute logs no DEBUG line with debug = true"
-        );
-        std::thread::sleep(Duration::from_secs(5));
-    }
+    wait_for(
+        &format!("{host}'s nova-compute logs DEBUG lines with debug = true"),
+        Duration::from_secs(180),
+        || compute(lab, host).debug_lines > before,
+    );
 }
 
 /// Revision 2, made while edge1's WAN is cut: a node override on top.
