@@ -106,8 +106,15 @@ fn wait_applied(lab: &Lab, host: &str, revision: u64, limit: Duration) -> Durati
     )
 }
 
-fn write_on_cp(lab: &Lab, text: &str) {
+/// `dcn site config edge1` with `text` as its file (`--dry-run` when
+/// `dry_run`); what it printed.
+fn site_config(lab: &Lab, text: &str, dry_run: bool) -> String {
     std::fs::write(lab.host_path("cp", FILE), text).unwrap();
+    let mut args = vec!["dcn", "site", "config", "edge1", "--file", FILE];
+    if dry_run {
+        args.push("--dry-run");
+    }
+    lab.ok(&args)
 }
 
 /// Revision 1, with edge1 connected: debug for nova-compute at site edge1.
@@ -121,16 +128,7 @@ pub fn site_debug(lab: &Lab) -> Compute {
     );
     assert_eq!(applied(lab, "edge1", "edge1"), (0, Some(0)));
 
-    write_on_cp(lab, SITE_DEBUG);
-    let plan = lab.ok(&[
-        "dcn",
-        "site",
-        "config",
-        "edge1",
-        "--file",
-        FILE,
-        "--dry-run",
-    ]);
+    let plan = site_config(lab, SITE_DEBUG, true);
     eprintln!("dry run of revision 1:\n{plan}");
     assert!(
         plan.contains(&format!("edge1: {DROP_IN} (novaCompute)"))
@@ -150,7 +148,7 @@ pub fn site_debug(lab: &Lab) -> Compute {
     );
     assert_eq!(compute(lab, "edge1"), edge1, "a dry run changes no host");
 
-    let saved = lab.ok(&["dcn", "site", "config", "edge1", "--file", FILE]);
+    let saved = site_config(lab, SITE_DEBUG, false);
     assert!(saved.contains("revision 1 saved"), "{saved}");
     let took = wait_applied(lab, "edge1", 1, Duration::from_secs(120));
     eprintln!("edge1 applied site config revision 1 in {took:?}");
@@ -186,21 +184,13 @@ fn wait_debug(lab: &Lab, host: &str, before: usize) {
 /// edge1 cannot fetch it yet; the centre shows it behind.
 pub fn node_override_while_cut(lab: &Lab) -> Compute {
     let edge1 = compute(lab, "edge1");
-    write_on_cp(lab, &format!("{SITE_DEBUG}{NODE_OVERRIDE}"));
-    let plan = lab.ok(&[
-        "dcn",
-        "site",
-        "config",
-        "edge1",
-        "--file",
-        FILE,
-        "--dry-run",
-    ]);
+    let both = format!("{SITE_DEBUG}{NODE_OVERRIDE}");
+    let plan = site_config(lab, &both, true);
     assert!(
         plan.contains("+cpu_allocation_ratio = 3.0") && plan.contains(" debug = true"),
         "the diff adds the override and keeps the site's value: {plan}"
     );
-    let saved = lab.ok(&["dcn", "site", "config", "edge1", "--file", FILE]);
+    let saved = site_config(lab, &both, false);
     assert!(saved.contains("revision 2 saved"), "{saved}");
     let show = lab.ok(&["dcn", "node", "show", "edge1"]);
     eprintln!("{show}");
