@@ -741,6 +741,7 @@ fn the_media_ca_is_added_once_and_another_ca_is_not_overwritten() {
         trust: dcn::tls::ServerTrust::Pin(emu.pin.parse().unwrap()),
         timeout: Duration::from_secs(30),
         retry: dcn::bmc::Retry::default(),
+        credentials_from: "the emulator's user".into(),
     })
     .unwrap();
     let ours = dcn::pki::CertificateAuthority::generate("media CA").unwrap();

@@ -144,6 +144,8 @@ fn connect(args: &BmcArgs) -> Result<(Client, System)> {
         trust: trust(&args.tls)?,
         timeout: Duration::from_secs(args.timeout.max(1)),
         retry: Retry::default(),
+        credentials_from: "--username, and the password in --password-file or DCN_BMC_PASSWORD"
+            .into(),
     })?;
     let system = find_system(&client, args.system.as_deref())?;
     Ok((client, system))

@@ -9,6 +9,7 @@ fn plain_http_needs_insecure() {
         trust,
         timeout: Duration::from_secs(1),
         retry: Retry::default(),
+        credentials_from: "the test's user".into(),
     };
     let err = Client::new(&opts(ServerTrust::Pin(
         "sha256:0000000000000000000000000000000000000000000000000000000000000000"
