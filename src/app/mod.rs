@@ -1,7 +1,9 @@
 //! One library call per subcommand: [`run`] maps the parsed command line
 //! onto the library and prints results on stdout.
 
+mod bmc;
 mod bundle;
+mod image;
 mod join;
 mod lab;
 mod preflight;
@@ -35,9 +37,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Site(cmd) => sites::site(cmd),
         Command::Node(cmd) => sites::node(cmd),
-        Command::Bmc(cmd) => crate::bmc::run(cmd),
-        Command::Image(cmd) => crate::image::run(cmd),
-        Command::Install(args) => crate::image::install(args),
+        Command::Bmc(cmd) => bmc::bmc(cmd),
+        Command::Image(cmd) => image::image(cmd),
+        Command::Install(args) => image::install(args),
         Command::Status { output } => {
             let host = crate::host::Host::system("/", false);
             let status = crate::status::status(&host)?;

@@ -49,14 +49,9 @@ pub struct GlobalArgs {
     pub quiet: bool,
 }
 
-/// How chatty the logs on stderr are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verbosity {
-    Quiet,
-    Normal,
-    Debug,
-    Trace,
-}
+/// How chatty the logs on stderr are (the library's type: `-v`/`-q` map
+/// onto it).
+pub use crate::logging::Verbosity;
 
 impl GlobalArgs {
     pub fn verbosity(&self) -> Verbosity {
