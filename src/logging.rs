@@ -5,7 +5,6 @@
 //! names it at the start of each line ([`LinePrefix`]), so lines from
 //! library code such as the BMC client say whose they are.
 
-use crate::cli::Verbosity;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Mutex;
@@ -13,6 +12,19 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::FmtContext;
 use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
 use tracing_subscriber::registry::LookupSpan;
+
+/// How chatty the logs on stderr are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Warnings and errors only.
+    Quiet,
+    /// Info and above.
+    Normal,
+    /// Debug lines from dcn too.
+    Debug,
+    /// Trace lines from dcn, debug lines from everything.
+    Trace,
+}
 
 /// Set up logging on stderr. `DCN_LOG` (an env-filter string) overrides the
 /// level chosen by `-v`/`-q`.

@@ -243,15 +243,20 @@ fn every_refusal_names_its_problem() {
     refused(dcn(&["image", "show", s(&iso)]), "no payload is embedded");
     assert!(embed(&b, &n, &iso).status.success());
     let e = area_of(&iso);
-    let poke = |offset: u64, value: u8| {
+    // Each poke changes its byte: the payload holds a random bundle, so a
+    // fixed value would sometimes be the byte already there.
+    let poke = |offset: u64, change: &dyn Fn(u8) -> u8| {
         let mut bytes = std::fs::read(&iso).unwrap();
-        bytes[(e.offset + offset) as usize] = value;
+        let at = (e.offset + offset) as usize;
+        let changed = change(bytes[at]);
+        assert_ne!(bytes[at], changed, "the poke must change byte {offset}");
+        bytes[at] = changed;
         std::fs::write(&iso, bytes).unwrap();
     };
-    poke(100, b'!');
+    poke(100, &|b| b ^ 0xff);
     refused(dcn(&["image", "show", s(&iso)]), "checksum does not match");
     assert!(embed(&b, &n, &iso).status.success());
-    poke(8, 9);
+    poke(8, &|_| 9);
     refused(
         dcn(&["image", "show", s(&iso)]),
         "payload has format version 9",

@@ -10,12 +10,15 @@
 //! back with their network by itself; a stalled ovn-controller shows at the
 //! centre; a control-plane power cycle loses no round at the edges; refused
 //! joins change nothing; and no secret leaks into argv, journals, dcn's
-//! output or world-readable files.
+//! output or world-readable files. Day-2 site config rides along ([`day2`]):
+//! a change for edge1, a node override made during its WAN cut, and the
+//! site's config on a node that joins later.
 //!
 //! Needs root and about 20 minutes: `#[ignore]`d, run by tests/run.sh with
 //! `--ignored` on CI machines (or with DCN_LAB_E2E=1).
 
 mod common;
+mod day2;
 
 use common::*;
 use serde_json::Value;
@@ -388,6 +391,9 @@ fn lab_edge_sites_end_to_end() {
     let at_site =
         |site: &str| -> Vec<Guest> { guests.iter().filter(|g| g.host == site).cloned().collect() };
 
+    // Day 2: debug for nova-compute at site edge1 reaches edge1 only.
+    let edge2_config = day2::site_debug(&lab);
+
     // Cut edge1's WAN link for several minutes: its guests go on getting
     // DHCP answers and talking ICMP and TCP to each other, every round.
     let marks = last_rounds(&lab, &guests);
@@ -412,6 +418,8 @@ fn lab_edge_sites_end_to_end() {
         ("placed".into(), "up".into(), "up".into()),
         "{nodes:?}"
     );
+    // A node override made while edge1 is cut off waits for it.
+    let edge1_config = day2::node_override_while_cut(&lab);
     while cut.elapsed() < Duration::from_secs(180) {
         assert_eq!(compute_state(&lab, "edge2"), "up", "edge2 is not affected");
         std::thread::sleep(Duration::from_secs(20));
@@ -452,6 +460,7 @@ fn lab_edge_sites_end_to_end() {
         back <= Duration::from_secs(60),
         "nova-compute took {back:?} to come back"
     );
+    day2::caught_up(&lab, &edge1_config, &edge2_config);
     let s = lab.create_server("vm-edge1-after", Some("edge1"));
     assert_eq!(s["status"], "ACTIVE", "{s}");
     assert_eq!(s["OS-EXT-SRV-ATTR:host"], "edge1", "{s}");
@@ -619,6 +628,7 @@ fn lab_edge_sites_end_to_end() {
         again.contains("is still a node of site edge1"),
         "a second join converges: {again}"
     );
+    day2::new_node_gets_the_site_config(&lab, "edge3");
     hand_over(&lab, "cp", "edge2", "/root/edge3.tar.gz");
     let out = lab.fails_on(
         "edge2",

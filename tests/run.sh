@@ -90,8 +90,11 @@ static_binary() {
 # when what it exercises changed in the last commit — the image and its
 # installer, the BMC client, the join and its service, progress reports,
 # the deploy, the lab that hosts the bare-metal site — or when asked for.
-EDGE_CHAIN_PATHS=(images src/image src/bmc src/join src/serve src/site_deploy
-    src/sites/progress.rs src/lab tests/common tests/image_e2e.rs tests/site_deploy_e2e.rs)
+# The ISO holds what the recipes of the edge role name, and is built through
+# the host adapters, so both count.
+EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/join src/serve
+    src/site_deploy src/sites/progress.rs src/lab tests/common tests/image_e2e.rs
+    tests/site_deploy_e2e.rs)
 image_e2e_wanted() {
     [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
     [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0

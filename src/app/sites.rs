@@ -63,6 +63,43 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        SiteCommand::Config {
+            site,
+            file,
+            dry_run,
+            output,
+        } => {
+            let Some(file) = file else {
+                let registry = crate::sites::Registry::new(&host.files);
+                registry.active_site(site.as_str())?;
+                let current = crate::sites::site_config::current(&registry, &site)?;
+                match output {
+                    OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&current)?),
+                    OutputFormat::Text => print!(
+                        "# revision {}\n{}",
+                        current.revision,
+                        serde_yaml::to_string(&current.config)?
+                    ),
+                }
+                return Ok(ExitCode::SUCCESS);
+            };
+            let shown = file.display().to_string();
+            let text = crate::yaml::read_file(&file)
+                .map_err(|e| anyhow::anyhow!("cannot read {shown}: {e}"))?;
+            let new = crate::config::parse_site_config(&text, &shown)?;
+            if new.site != site {
+                anyhow::bail!(
+                    "{shown} is the config of site {}, not {site}: fix its `site:` or name site {} on the command line",
+                    new.site,
+                    new.site
+                );
+            }
+            let change = crate::sites::site_config::set(&host.files, new, dry_run)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&change)?),
+                OutputFormat::Text => print!("{change}"),
+            }
+        }
         SiteCommand::Revoke { site } => {
             crate::sites::admin::revoke_site(&host, site.as_str())?;
             println!(
@@ -102,6 +139,33 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
                         );
                     }
                 }
+            }
+        }
+        NodeCommand::Show { hostname, output } => {
+            let view = crate::sites::site_config::node_view(&host.files, &hostname)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&view)?),
+                OutputFormat::Text => print!("{view}"),
+            }
+        }
+        NodeCommand::SyncConfig => {
+            let synced = crate::join::config_sync::sync(&host)?;
+            if synced.changed.is_empty() {
+                println!(
+                    "site config revision {}: nothing to change",
+                    synced.revision
+                );
+            } else {
+                println!(
+                    "site config revision {} applied: wrote {}; restarted {}",
+                    synced.revision,
+                    synced.changed.join(", "),
+                    if synced.restarted.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        synced.restarted.join(", ")
+                    }
+                );
             }
         }
         NodeCommand::Remove { hostname } => {

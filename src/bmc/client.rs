@@ -31,6 +31,9 @@ pub struct ClientOptions {
     /// Time limit of each request.
     pub timeout: Duration,
     pub retry: Retry,
+    /// Where the operator set the user name and password, named when the
+    /// BMC refuses them.
+    pub credentials_from: String,
 }
 
 /// A response body with the resource's ETag (header or `@odata.etag`).
@@ -103,6 +106,7 @@ pub struct Client {
     presented: Presented,
     timeout: Duration,
     retry: Retry,
+    credentials_from: String,
 }
 
 impl Client {
@@ -139,6 +143,7 @@ impl Client {
             presented,
             timeout: opts.timeout,
             retry: opts.retry,
+            credentials_from: opts.credentials_from.clone(),
         })
     }
 
@@ -216,8 +221,8 @@ impl Client {
                 .cleaned(&self.redactor);
             if status == 401 {
                 return Err(anyhow::Error::new(err).context(format!(
-                    "the BMC at {} refused the user name or password of {:?}: check --username, and the password in --password-file or DCN_BMC_PASSWORD",
-                    self.base, self.username
+                    "the BMC at {} refused the user name or password of {:?}: check {}",
+                    self.base, self.username, self.credentials_from
                 )));
             }
             return Err(err.into());
@@ -378,27 +383,4 @@ fn error_chain(e: &reqwest::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_http_needs_insecure() {
-        let opts = |trust| ClientOptions {
-            url: "http://127.0.0.1:1".into(),
-            username: "admin".into(),
-            password: Secret::new("pw"),
-            trust,
-            timeout: Duration::from_secs(1),
-            retry: Retry::default(),
-        };
-        let err = Client::new(&opts(ServerTrust::Pin(
-            "sha256:0000000000000000000000000000000000000000000000000000000000000000"
-                .parse()
-                .unwrap(),
-        )))
-        .err()
-        .unwrap();
-        assert!(err.to_string().contains("plain HTTP"), "{err}");
-        assert!(Client::new(&opts(ServerTrust::Insecure)).is_ok());
-    }
-}
+mod tests;

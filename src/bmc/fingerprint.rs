@@ -3,26 +3,29 @@
 //! out of band before pinning it.
 
 use super::untrusted::terminal_safe;
-use crate::cli::OutputFormat;
-use crate::cli::bmc::FingerprintArgs;
 use anyhow::{Context, Result, bail};
-use std::process::ExitCode;
 use std::time::Duration;
 
-/// What a server's certificate says, for `dcn bmc fingerprint`.
+/// What a server's certificate says, for `dcn bmc fingerprint`. The names
+/// are the BMC's to choose: they are escaped for a terminal.
 #[derive(Debug, serde::Serialize)]
-struct Fingerprint {
-    pin: String,
-    sha256_fingerprint: String,
-    subject: String,
-    not_after: String,
-    dns_names: Vec<String>,
-    ip_addresses: Vec<String>,
+pub struct Fingerprint {
+    /// The key's pin, as `--bmc-pin` takes it.
+    pub pin: String,
+    /// The certificate's SHA-256, colon-separated hex.
+    pub sha256_fingerprint: String,
+    pub subject: String,
+    /// RFC 3339.
+    pub not_after: String,
+    pub dns_names: Vec<String>,
+    pub ip_addresses: Vec<String>,
 }
 
-pub fn run(args: &FingerprintArgs) -> Result<ExitCode> {
+/// Read the certificate the server at `bmc` (a URL) presents, trusting
+/// nothing and sending nothing; `timeout` is at least one second.
+pub fn fingerprint(bmc: &str, timeout: Duration) -> Result<Fingerprint> {
     use sha2::{Digest, Sha256};
-    let base = super::client::base_url(&args.bmc)?;
+    let base = super::client::base_url(bmc)?;
     if base.scheme() != "https" {
         bail!("{base} is plain HTTP: it has no certificate to fingerprint");
     }
@@ -33,9 +36,9 @@ pub fn run(args: &FingerprintArgs) -> Result<ExitCode> {
         .trim_end_matches(']')
         .to_string();
     let port = base.port_or_known_default().unwrap_or(443);
-    let der =
-        crate::tls::fetch_server_certificate(&host, port, Duration::from_secs(args.timeout.max(1)))
-            .with_context(|| format!("reading the certificate of {base}"))?;
+    let timeout = timeout.max(Duration::from_secs(1));
+    let der = crate::tls::fetch_server_certificate(&host, port, timeout)
+        .with_context(|| format!("reading the certificate of {base}"))?;
     let info = crate::pki::CertInfo::from_der(&der)
         .with_context(|| format!("{base} presented a certificate dcn cannot read"))?;
     let fp = Fingerprint {
@@ -56,32 +59,5 @@ pub fn run(args: &FingerprintArgs) -> Result<ExitCode> {
             .collect(),
         ip_addresses: info.ip_addresses.iter().map(|i| i.to_string()).collect(),
     };
-    match args.output {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&fp)?),
-        OutputFormat::Text => {
-            let names: Vec<String> = fp
-                .dns_names
-                .iter()
-                .chain(&fp.ip_addresses)
-                .cloned()
-                .collect();
-            println!("pin:          {}", fp.pin);
-            println!("fingerprint:  SHA256 {}", fp.sha256_fingerprint);
-            println!("subject:      {}", fp.subject);
-            println!("valid until:  {}", fp.not_after);
-            println!(
-                "names:        {}",
-                if names.is_empty() {
-                    "-".to_string()
-                } else {
-                    names.join(", ")
-                }
-            );
-        }
-    }
-    tracing::info!(
-        "Not yet trusted: compare the fingerprint with the one the BMC's own console shows (or `openssl x509 -noout -fingerprint -sha256` on its certificate), then pass --bmc-pin {}",
-        fp.pin
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(fp)
 }

@@ -37,115 +37,66 @@ pub use disk::{DiskBoot, boot_from_disk};
 pub use error::RedfishError;
 pub use media_trust::{MediaTrust, trust_media_ca};
 pub use power::{Power, reset};
-pub use serve::{ImageServer, Limits as ImageServerLimits, serve_images};
+pub use serve::{
+    ImageServer, Limits as ImageServerLimits, ServeOptions as ImageServeOptions, serve_images,
+};
 pub use status::{Status, status};
 pub(crate) use transport::{OriginError, origin};
 
-use crate::cli::OutputFormat;
-use crate::cli::bmc::{BmcArgs, BmcCommand, BmcTlsArgs, PowerAction};
 use crate::secrets::Secret;
 use crate::tls::ServerTrust;
 use anyhow::{Context, Result, bail};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::time::Duration;
+
+pub use fingerprint::{Fingerprint, fingerprint};
+pub use power::wait_for;
 
 /// The environment variable that may hold the BMC password.
 pub const PASSWORD_ENV: &str = "DCN_BMC_PASSWORD";
 
-/// Run a `dcn bmc` subcommand.
-pub fn run(cmd: BmcCommand) -> Result<ExitCode> {
-    match cmd {
-        BmcCommand::Boot(args) => {
-            let (client, system) = connect(&args.bmc)?;
-            let report = boot(
-                &client,
-                &system,
-                &BootRequest {
-                    image_url: args.iso_url.clone(),
-                    allow_continuous: args.allow_continuous,
-                    media_timeout: Duration::from_secs(args.media_timeout),
-                    power_timeout: Duration::from_secs(args.power_timeout),
-                },
-            )?;
-            println!(
-                "System {} is booting {} from virtual media {}: boot override {} ({}), {} requested, power {}.",
-                report.system,
-                report.image,
-                report.virtual_media,
-                report.boot_target,
-                report.boot_enabled,
-                report.reset_type,
-                report.power_state
-            );
-            insecure_reminder(&client, &args.bmc.tls);
-            Ok(ExitCode::SUCCESS)
-        }
-        BmcCommand::Status { bmc, output } => {
-            let (client, system) = connect(&bmc)?;
-            let st = status(&client, &system)?;
-            match output {
-                OutputFormat::Text => println!("{st}"),
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&st)?),
-            }
-            insecure_reminder(&client, &bmc.tls);
-            Ok(ExitCode::SUCCESS)
-        }
-        BmcCommand::Eject(bmc) => {
-            let (client, system) = connect(&bmc)?;
-            for line in eject(&client, &system)? {
-                println!("{line}");
-            }
-            insecure_reminder(&client, &bmc.tls);
-            Ok(ExitCode::SUCCESS)
-        }
-        BmcCommand::Power(args) => {
-            let (client, system) = connect(&args.bmc)?;
-            let power = match args.action {
-                PowerAction::On => Power::On,
-                PowerAction::Off => Power::Off {
-                    graceful: args.graceful,
-                },
-                PowerAction::Reset => Power::Reset {
-                    graceful: args.graceful,
-                },
-            };
-            let reset_type = power::reset(&client, &system, power)?;
-            let label = system.label();
-            let waits = !matches!(power, Power::Reset { .. }) && args.power_timeout > 0;
-            if waits {
-                let timeout = Duration::from_secs(args.power_timeout);
-                let (seen, took) = power::wait_for(&client, &system, power.end_state(), timeout)?;
-                if seen != power.end_state() {
-                    bail!(
-                        "system {label}: the BMC accepted {reset_type}, but the power state is still {seen} after {}s",
-                        args.power_timeout
-                    );
-                }
-                println!(
-                    "System {label}: {reset_type} done, power {seen} after {:.1}s.",
-                    took.as_secs_f64()
-                );
-            } else {
-                println!("System {label}: {reset_type} requested.");
-            }
-            insecure_reminder(&client, &args.bmc.tls);
-            Ok(ExitCode::SUCCESS)
-        }
-        BmcCommand::Fingerprint(args) => fingerprint::run(&args),
-    }
+/// How to reach and log in to one BMC, and which system behind it.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// The BMC's URL (`--bmc`).
+    pub url: String,
+    /// The system to drive, when the BMC has several.
+    pub system: Option<String>,
+    pub username: String,
+    /// The file whose first line is the password; without it, the
+    /// password comes from [`PASSWORD_ENV`].
+    pub password_file: Option<PathBuf>,
+    pub trust: Trust,
+    /// The timeout of each request (at least one second is used).
+    pub timeout: Duration,
+}
+
+/// How the BMC's TLS certificate is checked.
+#[derive(Debug, Clone)]
+pub enum Trust {
+    /// The system's CA certificates.
+    SystemRoots,
+    /// The CA certificates in this PEM file (`--bmc-ca`).
+    CaFile(PathBuf),
+    /// The key the BMC must present (`--bmc-pin`).
+    Pin(crate::pki::Pin),
+    /// Nothing checked (`--insecure`): warned about on every run.
+    Insecure,
 }
 
 /// Log in and find the system.
-fn connect(args: &BmcArgs) -> Result<(Client, System)> {
+pub fn connect(conn: &Connection) -> Result<(Client, System)> {
     let client = Client::new(&ClientOptions {
-        url: args.bmc.clone(),
-        username: args.username.clone(),
-        password: password(args)?,
-        trust: trust(&args.tls)?,
-        timeout: Duration::from_secs(args.timeout.max(1)),
+        url: conn.url.clone(),
+        username: conn.username.clone(),
+        password: password(conn)?,
+        trust: trust(&conn.trust)?,
+        timeout: conn.timeout.max(Duration::from_secs(1)),
         retry: Retry::default(),
+        credentials_from: "--username, and the password in --password-file or DCN_BMC_PASSWORD"
+            .into(),
     })?;
-    let system = find_system(&client, args.system.as_deref())?;
+    let system = find_system(&client, conn.system.as_deref())?;
     Ok((client, system))
 }
 
@@ -184,8 +135,8 @@ pub fn eject(client: &Client, system: &System) -> Result<Vec<String>> {
 
 /// The BMC password: `--password-file` (its first line), else the
 /// environment. Never from the command line.
-fn password(args: &BmcArgs) -> Result<Secret> {
-    if let Some(file) = &args.password_file {
+fn password(conn: &Connection) -> Result<Secret> {
+    if let Some(file) = &conn.password_file {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("reading the BMC password from {}", file.display()))?;
         warn_if_readable_by_others(file);
@@ -219,26 +170,25 @@ fn warn_if_readable_by_others(file: &std::path::Path) {
     }
 }
 
-fn trust(args: &BmcTlsArgs) -> Result<ServerTrust> {
-    if args.insecure {
-        return Ok(ServerTrust::Insecure);
+fn trust(trust: &Trust) -> Result<ServerTrust> {
+    match trust {
+        Trust::Insecure => Ok(ServerTrust::Insecure),
+        Trust::Pin(pin) => Ok(ServerTrust::Pin(pin.clone())),
+        Trust::CaFile(file) => {
+            let pem = std::fs::read_to_string(file)
+                .with_context(|| format!("reading --bmc-ca {}", file.display()))?;
+            crate::tls::certs_from_pem(&pem).with_context(|| {
+                format!("--bmc-ca {}: no PEM certificate in it", file.display())
+            })?;
+            Ok(ServerTrust::Ca(pem))
+        }
+        Trust::SystemRoots => Ok(ServerTrust::SystemRoots),
     }
-    if let Some(pin) = &args.bmc_pin {
-        return Ok(ServerTrust::Pin(pin.clone()));
-    }
-    if let Some(file) = &args.bmc_ca {
-        let pem = std::fs::read_to_string(file)
-            .with_context(|| format!("reading --bmc-ca {}", file.display()))?;
-        crate::tls::certs_from_pem(&pem)
-            .with_context(|| format!("--bmc-ca {}: no PEM certificate in it", file.display()))?;
-        return Ok(ServerTrust::Ca(pem));
-    }
-    Ok(ServerTrust::SystemRoots)
 }
 
 /// After an `--insecure` run: the pin to use next time.
-fn insecure_reminder(client: &Client, tls: &BmcTlsArgs) {
-    if tls.insecure
+pub fn insecure_reminder(client: &Client, conn: &Connection) {
+    if matches!(conn.trust, Trust::Insecure)
         && let Some(pin) = client.presented_pin()
     {
         tracing::info!(

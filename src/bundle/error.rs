@@ -66,7 +66,7 @@ pub enum BundleError {
     DuplicateMember { member: String },
 
     #[error(
-        "the bundle holds an unknown member {member:?}; format 1 holds only manifest.yaml, ca.crt, token and manifest.sig; it was made by something other than this version of dcn or tampered with; {FRESH}"
+        "the bundle holds an unknown member {member:?}; a bundle holds only manifest.yaml, ca.crt, token and manifest.sig; it was made by something other than this version of dcn or tampered with; {FRESH}"
     )]
     UnknownMember { member: String },
 
@@ -94,6 +94,14 @@ pub enum BundleError {
         super::FORMAT_VERSION
     )]
     UnsupportedVersion { found: String },
+
+    #[error(
+        "the bundle has formatVersion {found}, written by an older dcn, and this dcn ({}) reads only formatVersion {}: \
+         export a new bundle with `dcn bundle export --site SITE` on a control plane upgraded to this dcn",
+        env!("CARGO_PKG_VERSION"),
+        super::FORMAT_VERSION
+    )]
+    OlderVersion { found: u64 },
 
     #[error("the bundle member {member} is invalid: {problem}; {FRESH}")]
     BadMember { member: String, problem: String },

@@ -78,8 +78,9 @@ impl VerifiedBundle {
             custom_service_config: m
                 .custom_service_config
                 .iter()
+                .filter(|(_, ini)| !ini.is_empty())
                 .map(|(service, ini)| CustomConfig {
-                    service: service.to_string(),
+                    service: service.clone(),
                     bytes: ini.as_str().len(),
                     text: ini.as_str().to_string(),
                 })

@@ -7,7 +7,6 @@ use super::{DIGESTED_MEMBERS, FORMAT_VERSION, token};
 use crate::config::types::{Hostname, IniText, Port, RegionName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::IpAddr;
 use std::time::SystemTime;
 
@@ -31,7 +30,7 @@ pub struct Manifest {
     #[serde(default)]
     pub hosts: Vec<HostsEntry>,
     /// Operator INI text per edge service, written to its `*.conf.d/`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub custom_service_config: CustomServiceConfig,
     /// Whether the edge gives every instance a config drive (the
     /// control plane's `zones.edgeConfigDrive`). Absent: yes.
@@ -110,50 +109,10 @@ pub struct HostsEntry {
     pub names: Vec<Hostname>,
 }
 
-/// Operator INI text for the services that run on an edge host. Empty text
-/// is left out of the manifest and means no custom config.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CustomServiceConfig {
-    #[serde(default, skip_serializing_if = "IniText::is_empty")]
-    pub nova_compute: IniText,
-    #[serde(default, skip_serializing_if = "IniText::is_empty")]
-    pub ovn_metadata_agent: IniText,
-}
-
-impl CustomServiceConfig {
-    /// The text for `service`.
-    pub fn get(&self, service: EdgeService) -> &IniText {
-        match service {
-            EdgeService::NovaCompute => &self.nova_compute,
-            EdgeService::OvnMetadataAgent => &self.ovn_metadata_agent,
-        }
-    }
-
-    /// The services that have custom config, with their text.
-    pub fn iter(&self) -> impl Iterator<Item = (EdgeService, &IniText)> {
-        [EdgeService::NovaCompute, EdgeService::OvnMetadataAgent]
-            .into_iter()
-            .map(|s| (s, self.get(s)))
-            .filter(|(_, text)| !text.is_empty())
-    }
-}
-
-/// A service that runs on an edge host and takes `customServiceConfig`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum EdgeService {
-    NovaCompute,
-    OvnMetadataAgent,
-}
-
-impl fmt::Display for EdgeService {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            EdgeService::NovaCompute => "novaCompute",
-            EdgeService::OvnMetadataAgent => "ovnMetadataAgent",
-        })
-    }
-}
+/// Operator INI text for the services that run on an edge host, by the
+/// service's config key in the recipes (`novaCompute`, …). A key that is
+/// not an edge service of this dcn's catalogue is refused.
+pub type CustomServiceConfig = BTreeMap<String, IniText>;
 
 /// A rule a manifest breaks that its types alone cannot express.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,18 +126,30 @@ impl Manifest {
     /// Check the rules between fields. The writer calls it before writing
     /// and the reader after parsing, so dcn never writes what it refuses.
     pub fn validate(&self) -> Result<(), ManifestProblem> {
+        self.validate_with(crate::recipes::catalogue::embedded())
+    }
+
+    /// [`Manifest::validate`] against the service catalogue of `recipes`.
+    pub fn validate_with(&self, recipes: &crate::recipes::Recipes) -> Result<(), ManifestProblem> {
         let problem = |path: &str, message: String| {
             Err(ManifestProblem {
                 path: path.to_string(),
                 message,
             })
         };
+        // The reader refuses another version, older or newer, with advice
+        // (BundleError); this keeps the writer to its own.
         if self.format_version != FORMAT_VERSION {
             let v = self.format_version;
             return problem(
                 "formatVersion",
                 format!("is {v}; this dcn writes {FORMAT_VERSION}"),
             );
+        }
+        for key in self.custom_service_config.keys() {
+            if let Err(e) = recipes.config_key(key, true) {
+                return problem(&format!("customServiceConfig.{key}"), e);
+            }
         }
         if self.not_after <= self.created_at {
             return problem("notAfter", "must be later than createdAt".into());

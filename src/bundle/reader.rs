@@ -162,6 +162,9 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
         && v.is_number()
         && v.as_u64() != Some(FORMAT_VERSION.into())
     {
+        if let Some(found) = v.as_u64().filter(|&n| n < FORMAT_VERSION.into()) {
+            return Err(BundleError::OlderVersion { found });
+        }
         let found = serde_yaml::to_string(&v)
             .unwrap_or_default()
             .trim()

@@ -6,11 +6,13 @@
 pub mod inventory;
 pub mod node;
 mod package_source;
+pub mod site_config;
 mod standalone;
 pub mod types;
 
 pub use inventory::{SiteInventory, load_inventory, parse_inventory};
 pub use node::{NodeConfig, load_node, parse_node};
+pub use site_config::{SiteConfig, parse_site_config};
 pub use standalone::*;
 
 use crate::terminal_text::sanitize;
@@ -143,7 +145,12 @@ pub fn parse_standalone(text: &str, file: &str) -> Result<StandaloneConfig, Conf
 }
 
 /// The kinds `dcn config validate` reads.
-pub const KINDS: [&str; 3] = ["StandaloneConfig", "NodeConfig", "SiteInventory"];
+pub const KINDS: [&str; 4] = [
+    "StandaloneConfig",
+    "NodeConfig",
+    "SiteInventory",
+    "SiteConfig",
+];
 
 /// `dcn config validate FILE`: read and check a config of any kind in
 /// [`KINDS`] (chosen by its `kind`); a line saying what it is.
@@ -164,6 +171,15 @@ pub fn validate_text(text: &str, file: &str) -> Result<String, ConfigError> {
         "NodeConfig" => {
             let node = parse_node(text, file)?;
             Ok(format!("{file}: valid NodeConfig for {}", node.hostname))
+        }
+        "SiteConfig" => {
+            let c = parse_site_config(text, file)?;
+            let n = c.nodes.len();
+            let s = if n == 1 { "" } else { "s" };
+            Ok(format!(
+                "{file}: valid SiteConfig for site {}, {n} node override{s}",
+                c.site
+            ))
         }
         _ => {
             let inv = parse_inventory(text, file)?;

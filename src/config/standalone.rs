@@ -3,6 +3,7 @@
 
 use super::types::*;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// The control plane's settings. Every field has a default; see
@@ -163,18 +164,64 @@ impl Default for ProviderNetwork {
     }
 }
 
-/// Per-service settings. Services that run on edges (`novaCompute`,
-/// `ovnMetadataAgent`) get their settings through the join bundle too.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Services {
-    pub keystone: ServiceConfig,
-    pub placement: ServiceConfig,
-    pub glance: ServiceConfig,
-    pub nova: ServiceConfig,
-    pub neutron: ServiceConfig,
-    pub nova_compute: ServiceConfig,
-    pub ovn_metadata_agent: ServiceConfig,
+/// Per-service settings, by the service's config key in the recipes
+/// (`nova`, `novaCompute`, …; see [`crate::recipes::catalogue`]). A key no
+/// recipe takes is refused with the list of valid ones. Services that run
+/// on edges get their settings through the join bundle too.
+/// Every configurable service has an entry: the defaults where none is
+/// given.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Services(BTreeMap<String, ServiceConfig>);
+
+impl Default for Services {
+    fn default() -> Self {
+        let catalogue = crate::recipes::catalogue::embedded();
+        Services(
+            (catalogue.config_keys().into_keys())
+                .map(|k| (k.to_string(), ServiceConfig::default()))
+                .collect(),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for Services {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let given = BTreeMap::<ServiceKey, ServiceConfig>::deserialize(d)?;
+        let mut services = Services::default();
+        services.0.extend(given.into_iter().map(|(k, v)| (k.0, v)));
+        Ok(services)
+    }
+}
+
+/// A config key of the catalogue, checked where it is read (so the error
+/// has its line).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct ServiceKey(String);
+
+impl<'de> Deserialize<'de> for ServiceKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(d)?;
+        (crate::recipes::catalogue::embedded().config_key(&key, false))
+            .map_err(serde::de::Error::custom)?;
+        Ok(ServiceKey(key))
+    }
+}
+
+impl Services {
+    /// The settings of the service under `key` (defaults when not given).
+    pub fn get(&self, key: &str) -> ServiceConfig {
+        self.0.get(key).cloned().unwrap_or_default()
+    }
+
+    /// `customServiceConfig` by config key, for the services that have one.
+    pub fn custom_configs(&self) -> BTreeMap<String, IniText> {
+        self.0
+            .iter()
+            .filter(|(_, c)| !c.custom_service_config.is_empty())
+            .map(|(k, c)| (k.clone(), c.custom_service_config.clone()))
+            .collect()
+    }
 }
 
 /// One service's settings.

@@ -61,7 +61,7 @@ fn every_field_round_trips() {
     );
     assert_eq!(c.control_plane.join_port, types::Port(7443));
     assert_eq!(c.roles, vec![Role::Controller]);
-    assert_eq!(c.services.nova.workers, types::Workers::Count(3));
+    assert_eq!(c.services.get("nova").workers, types::Workers::Count(3));
     assert_eq!(c.bundle.max_uses, 5);
     let again: StandaloneConfig =
         parse_standalone(&serde_yaml::to_string(&c).unwrap(), "y").unwrap();
@@ -133,7 +133,7 @@ fn bad_values_name_path_and_line() {
             "services:\n  cinder: {}\n",
             4,
             "services",
-            "unknown field `cinder`",
+            "unknown service \"cinder\"; the services are glance, keystone, neutron, nova, novaCompute",
         ),
         (
             "bundle:\n  ttl: forever\n",

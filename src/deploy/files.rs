@@ -102,9 +102,7 @@ impl ConfigFiles {
         if let Some((path, spec, text)) = &self.custom
             && !text.trim().is_empty()
         {
-            let body = format!(
-                "# customServiceConfig from the dcn config: wins over dcn's settings.\n{text}"
-            );
+            let body = format!("{}{text}", crate::join::config_sync::DROP_IN_HEADER);
             out.push((path.clone(), body.into_bytes(), spec.clone()));
         }
         for c in &self.certs {

@@ -51,20 +51,7 @@ impl Step for Packages {
         let answers = self
             .debconf
             .iter()
-            .map(|line| {
-                let mut w = line.splitn(4, ' ');
-                match (w.next(), w.next(), w.next(), w.next()) {
-                    (Some(p), Some(q), Some(k), Some(v)) => Ok(DebconfAnswer {
-                        package: p.into(),
-                        question: q.into(),
-                        kind: k.into(),
-                        value: v.into(),
-                    }),
-                    _ => anyhow::bail!(
-                        "recipe bug: debconf line {line:?} is not `package question type value`"
-                    ),
-                }
-            })
+            .map(|line| DebconfAnswer::parse(line).context("recipe bug"))
             .collect::<Result<Vec<_>>>()?;
         apt.update()?;
         apt.preseed(&answers)?;

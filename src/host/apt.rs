@@ -26,6 +26,26 @@ pub struct DebconfAnswer {
     pub value: String,
 }
 
+impl DebconfAnswer {
+    /// A recipe's `package question type value` line.
+    pub fn parse(line: &str) -> Result<DebconfAnswer> {
+        let mut w = line.splitn(4, ' ');
+        match (w.next(), w.next(), w.next(), w.next()) {
+            (Some(p), Some(q), Some(k), Some(v)) => Ok(DebconfAnswer {
+                package: p.into(),
+                question: q.into(),
+                kind: k.into(),
+                value: v.into(),
+            }),
+            _ => anyhow::bail!("debconf line {line:?} is not `package question type value`"),
+        }
+    }
+}
+
+/// Options of every apt-get call: retry a mirror's transient failures, and
+/// wait for another apt (unattended upgrades) instead of failing at once.
+const APT_OPTIONS: &[&str] = &["-o", "Acquire::Retries=3", "-o", "DPkg::Lock::Timeout=600"];
+
 /// apt and dpkg on a host.
 pub struct Apt<'a> {
     runner: &'a dyn Runner,
@@ -103,6 +123,7 @@ impl<'a> Apt<'a> {
         self.runner.run(
             &Cmd::new("refreshing apt's package lists", "apt-get")
                 .args(self.source_options())
+                .args(APT_OPTIONS.iter().copied())
                 .args(["-q", "update"])
                 .timeout(Duration::from_secs(600)),
         )?;
@@ -131,6 +152,30 @@ impl<'a> Apt<'a> {
         if packages.is_empty() {
             return Ok(());
         }
+        let mut args = vec![
+            if recommends {
+                "--install-recommends"
+            } else {
+                "--no-install-recommends"
+            }
+            .to_string(),
+        ];
+        args.push("install".into());
+        args.extend(packages.iter().cloned());
+        self.get(format!("installing {} package(s)", packages.len()), args)
+    }
+
+    /// Upgrade what is installed (a fresh root filesystem to the mirror's
+    /// point releases), starting nothing.
+    pub fn upgrade(&self) -> Result<()> {
+        self.get(
+            "upgrading the installed packages".into(),
+            vec!["--no-install-recommends".into(), "dist-upgrade".into()],
+        )
+    }
+
+    /// `apt-get ARGS` with policy-rc.d in place, removed afterwards.
+    fn get(&self, what: String, args: Vec<String>) -> Result<()> {
         self.files
             .write(
                 POLICY_RC_D,
@@ -139,28 +184,20 @@ impl<'a> Apt<'a> {
             )
             .context("keeping services from starting during the install")?;
         let result = self.runner.run(
-            &Cmd::new(
-                format!("installing {} package(s)", packages.len()),
-                "apt-get",
-            )
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(self.source_options())
-            .args([
-                "-q",
-                "-y",
-                "-o",
-                "Dpkg::Options::=--force-confdef",
-                "-o",
-                "Dpkg::Options::=--force-confold",
-            ])
-            .args(if recommends {
-                None
-            } else {
-                Some("--no-install-recommends")
-            })
-            .arg("install")
-            .args(packages.iter().cloned())
-            .timeout(INSTALL_TIMEOUT),
+            &Cmd::new(what, "apt-get")
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .args(self.source_options())
+                .args(APT_OPTIONS.iter().copied())
+                .args([
+                    "-q",
+                    "-y",
+                    "-o",
+                    "Dpkg::Options::=--force-confdef",
+                    "-o",
+                    "Dpkg::Options::=--force-confold",
+                ])
+                .args(args)
+                .timeout(INSTALL_TIMEOUT),
         );
         let removed = self.files.remove(POLICY_RC_D);
         result?;
@@ -218,6 +255,18 @@ mod tests {
             r.calls()[0].env,
             vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())]
         );
+    }
+
+    #[test]
+    fn debconf_lines_need_four_words() {
+        let a = DebconfAnswer::parse("nova-common nova/configure_db boolean false").unwrap();
+        assert_eq!(
+            (a.package.as_str(), a.value.as_str()),
+            ("nova-common", "false")
+        );
+        let v = DebconfAnswer::parse("p q string two words").unwrap();
+        assert_eq!(v.value, "two words");
+        assert!(DebconfAnswer::parse("p q boolean").is_err());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! [`RecordingRunner`] instead of the machine.
 
 pub mod apt;
+pub mod chroot;
 pub mod command;
+pub mod debian;
 pub mod files;
 pub mod space;
 pub mod systemd;

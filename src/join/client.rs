@@ -103,4 +103,40 @@ impl JoinClient {
             })?;
         Self::decode(resp, "the node status request")
     }
+
+    /// This node's resolved site config (30 s at most).
+    pub fn node_config(&self, hostname: &str, node_secret: &str) -> Result<NodeConfigReply> {
+        let resp = self
+            .http
+            .get(format!(
+                "{}{NODES_PATH}{hostname}{CONFIG_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .with_context(|| format!("fetching the site config from {}", self.base))?;
+        Self::decode(resp, "the config request")
+    }
+
+    /// Tell the centre which revision this node runs (10 s at most).
+    pub fn config_applied(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        applied: &ConfigApplied,
+    ) -> Result<()> {
+        let resp = self
+            .http
+            .post(format!(
+                "{}{NODES_PATH}{hostname}{CONFIG_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .json(applied)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .with_context(|| format!("reporting the applied config to {}", self.base))?;
+        Self::decode::<serde_json::Value>(resp, "the config report").map(|_| ())
+    }
 }

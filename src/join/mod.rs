@@ -9,7 +9,8 @@
 //! ([`reporter`], best effort), and the error if the join fails.
 
 pub mod client;
-mod edge;
+pub mod config_sync;
+pub(crate) mod edge;
 pub mod protocol;
 pub mod reporter;
 

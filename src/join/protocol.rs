@@ -13,6 +13,12 @@
 //!   token before the node joined, its node secret after. Body at most
 //!   [`PROGRESS_MAX_BODY`]; the control plane keeps what it may show
 //!   (`crate::sites::progress`).
+//! - `GET /v1/nodes/{hostname}/config`: node secret; the node's resolved
+//!   site config ([`NodeConfigReply`]): its revision and each edge service's
+//!   drop-in.
+//! - `POST /v1/nodes/{hostname}/config`: node secret; a [`ConfigApplied`]
+//!   (the revision it now runs, or why the fetched one did not apply). Body
+//!   at most [`CONFIG_MAX_BODY`].
 //! - `GET /v1/health`: the service's time, for the edge's clock check.
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +27,11 @@ pub const JOIN_PATH: &str = "/v1/join";
 pub const HEALTH_PATH: &str = "/v1/health";
 pub const NODES_PATH: &str = "/v1/nodes/";
 pub const PROGRESS_PATH: &str = "/v1/progress";
+
+/// The suffix of a node's config resource under [`NODES_PATH`].
+pub const CONFIG_SUFFIX: &str = "/config";
+/// Largest config report body accepted.
+pub const CONFIG_MAX_BODY: usize = 4 * 1024;
 
 /// Largest progress report body accepted.
 pub const PROGRESS_MAX_BODY: usize = 16 * 1024;
@@ -281,4 +292,26 @@ mod tests {
             assert_eq!(format!("\"{p}\""), *n, "Display is the wire name");
         }
     }
+}
+
+/// A node's resolved site config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeConfigReply {
+    /// The site's config revision (0: none set).
+    pub revision: u64,
+    /// Each edge service's drop-in text, by config key; a service that is
+    /// absent has no drop-in.
+    pub services: std::collections::BTreeMap<String, String>,
+}
+
+/// What a node reports after it fetched a revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigApplied {
+    /// The revision the node runs now.
+    pub revision: u64,
+    /// Why the revision it fetched did not apply (cut to [`MAX_DETAIL`]).
+    #[serde(default)]
+    pub error: Option<String>,
 }

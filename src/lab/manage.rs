@@ -1,8 +1,9 @@
 //! Managing a lab that is up: `dcn lab down|status|exec|restart|link`.
 
+use super::boot::container_spec;
 use super::container::{self, ContainerRunner};
 use super::state::{LabState, VmState};
-use super::{container_spec, net, require_root, rootfs};
+use super::{net, require_root, rootfs};
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;

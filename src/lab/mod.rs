@@ -6,26 +6,32 @@
 //! try-it-on-one-machine path and the end-to-end test rig.
 
 pub mod bare_metal;
+mod boot;
 mod container;
 mod disk;
 pub mod guest;
+mod host_tools;
 mod join;
 mod layer;
 mod manage;
 mod memory;
 mod net;
 mod repo;
+mod report;
 pub(crate) mod rootfs;
 mod state;
 
 pub use container::ContainerRunner;
 pub use manage::{HostStatus, LabStatus, VmStatus, down, exec, link, restart, status};
+pub use report::{EdgeJoin, PhaseTime, Report};
 pub use state::{HostState, LabState, VmKind, VmState};
 
-use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
+use crate::host::command::{Cmd, SystemRunner, run_inherited};
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
-use std::path::{Path, PathBuf};
+use boot::{Layers, boot_all};
+use host_tools::install_host_tools;
+use report::Timer;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Default lab directory.
@@ -34,14 +40,6 @@ pub const DEFAULT_DIR: &str = "/var/lib/dcn-lab";
 pub const DEFAULT_CACHE: &str = "/var/cache/dcn-lab";
 /// Where the local repository appears inside containers.
 const REPO_MOUNT: &str = "/srv/dcn-repo";
-/// Host tools the lab needs.
-const HOST_TOOLS: &[(&str, &str)] = &[
-    ("systemd-nspawn", "systemd-container"),
-    ("debootstrap", "debootstrap"),
-    ("apt-ftparchive", "apt-utils"),
-    ("ip", "iproute2"),
-    ("nsenter", "util-linux"),
-];
 
 /// Options of `dcn lab up`.
 #[derive(Debug, Clone)]
@@ -64,57 +62,6 @@ pub struct UpOptions {
     pub bare_metal_failures: bool,
     /// The generic edge ISO for `site deploy` (with `bare_metal`).
     pub edge_iso: PathBuf,
-}
-
-/// Phase timings, written to `DIR/report.json`.
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report {
-    pub phases: Vec<PhaseTime>,
-    pub total_seconds: f64,
-    /// The control-plane container's memory once init finished.
-    pub control_plane_memory: Option<memory::MemoryUse>,
-    /// Each edge's `dcn join`.
-    pub edge_joins: Vec<EdgeJoin>,
-    /// The bare-metal site's inventory (on this machine; its paths are the
-    /// control plane's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bare_metal_inventory: Option<PathBuf>,
-}
-
-/// One edge's join, timed.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EdgeJoin {
-    pub host: String,
-    pub seconds: f64,
-    pub ok: bool,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PhaseTime {
-    pub phase: String,
-    pub seconds: f64,
-}
-
-struct Timer {
-    report: Report,
-    started: Instant,
-}
-
-impl Timer {
-    fn phase<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        tracing::info!("==> {name}");
-        let t = Instant::now();
-        let r = f().with_context(|| format!("lab phase {name}"))?;
-        let secs = t.elapsed().as_secs_f64();
-        tracing::info!("<== {name}: {secs:.1}s");
-        self.report.phases.push(PhaseTime {
-            phase: name.to_string(),
-            seconds: secs,
-        });
-        Ok(r)
-    }
 }
 
 /// A lab whose processes all ended (killed with its session, say) leaves
@@ -340,141 +287,6 @@ fn default_config() -> String {
         "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  hostname: cp\n  address: {}\npackages:\n  source: local:{REPO_MOUNT}\n",
         net::HostNet::new("cp", 0).address
     )
-}
-
-/// What the containers are made of: the base root filesystem, the edge
-/// layer (when made) and the package repository.
-struct Layers<'a> {
-    base: &'a Path,
-    edge: Option<&'a Path>,
-    repo: &'a Path,
-}
-
-fn boot_all(
-    runner: &dyn Runner,
-    opts: &UpOptions,
-    layers: Layers<'_>,
-    config_text: &str,
-    bm: Option<(&bare_metal::Site, &bare_metal::Material)>,
-    state: &mut LabState,
-) -> Result<()> {
-    let hosts_file = hosts_file(state);
-    let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
-    for name in names {
-        let host_dir = opts.dir.join("hosts").join(&name);
-        let role = state.host(&name)?.role.clone();
-        let (base, edge_layer) = (layers.base, layers.edge);
-        let lowers: Vec<&Path> = match (role.as_str(), edge_layer) {
-            ("controller", _) | (_, None) => vec![base],
-            ("edge", Some(_)) if !opts.edge_layer => vec![base],
-            (_, Some(layer)) => vec![layer, base],
-        };
-        let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
-        state.mounts.push(rootfs.clone());
-        state.host_mut(&name).expect("planned").rootfs = rootfs.clone();
-        state.save(&opts.dir)?;
-        seed(&rootfs, &name, &hosts_file)?;
-        if name == "cp" {
-            std::fs::create_dir_all(rootfs.join("etc/dcn"))?;
-            std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
-        }
-        if let Some((site, m)) = bm {
-            if name == "cp" {
-                let cp = net::HostNet::new("cp", 0).address;
-                bare_metal::seed_control_plane(&rootfs, &opts.dir, site, m, cp)?;
-            } else if role == bare_metal::BMC_ROLE {
-                bare_metal::seed_bmc(runner, &rootfs, site, m, &opts.dir)?;
-            }
-        }
-        std::fs::create_dir_all(opts.dir.join("logs"))?;
-        state.dcn_binary = opts.dcn_binary.clone();
-        state.repo = layers.repo.to_path_buf();
-        let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
-        let t = Instant::now();
-        let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;
-        tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
-        let h = state.host_mut(&name).expect("planned");
-        h.nspawn_pid = Some(nspawn);
-        h.init_pid = Some(init);
-        state.save(&opts.dir)?;
-    }
-    Ok(())
-}
-
-/// How to boot a lab host's container.
-fn container_spec(dir: &Path, state: &LabState, h: &HostState) -> Result<container::ContainerSpec> {
-    let mut binds_ro = vec![
-        (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
-        (state.repo.clone(), REPO_MOUNT.into()),
-    ];
-    let (ro, binds) = bare_metal::binds(dir, state, &h.role);
-    binds_ro.extend(ro);
-    Ok(container::ContainerSpec {
-        name: h.name.clone(),
-        rootfs: h.rootfs.clone(),
-        netns: h.netns.clone(),
-        binds_ro,
-        binds,
-        log: dir.join("logs").join(format!("{}.console.log", h.name)),
-    })
-}
-
-/// /etc/hosts entries for every lab host.
-fn hosts_file(state: &LabState) -> String {
-    let mut s = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
-    for h in &state.hosts {
-        s.push_str(&format!("{}\t{}\n", h.address, h.name));
-    }
-    s
-}
-
-/// A container's own identity: host name (before anything installs: RabbitMQ
-/// derives its node name from it) and hosts file.
-fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
-    std::fs::write(rootfs.join("etc/hostname"), format!("{name}\n"))?;
-    std::fs::write(rootfs.join("etc/hosts"), hosts)?;
-    Ok(())
-}
-
-/// Install the host tools that are missing; with a bare-metal site also
-/// pip (the BMC emulator's wheels are downloaded here).
-fn install_host_tools(runner: &dyn Runner, bare_metal: bool) -> Result<()> {
-    let pip: &[(&str, &str)] = if bare_metal {
-        &[("pip3", "python3-pip")]
-    } else {
-        &[]
-    };
-    let missing: Vec<String> = HOST_TOOLS
-        .iter()
-        .chain(pip)
-        .filter(|(tool, _)| !on_path(tool))
-        .map(|(_, pkg)| pkg.to_string())
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    tracing::info!("  installing {}", missing.join(", "));
-    runner.run(
-        &Cmd::new("installing the lab's host tools", "apt-get")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args([
-                "-q",
-                "-y",
-                "-o",
-                "DPkg::Lock::Timeout=600",
-                "--no-install-recommends",
-                "install",
-            ])
-            .args(missing)
-            .timeout(Duration::from_secs(900)),
-    )?;
-    Ok(())
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
 }
 
 fn require_root() -> Result<()> {

@@ -3,6 +3,7 @@
 //! the lab directory (mounting takes a fraction of a second where copying
 //! the tree takes minutes).
 
+use crate::host::debian::Debootstrap;
 use crate::host::{Cmd, Runner, is_mountpoint};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -10,8 +11,18 @@ use std::time::Duration;
 
 /// Packages the base adds to debootstrap's minimal set: systemd as PID 1,
 /// and the tools the lab and dcn call inside.
-const BASE_INCLUDE: &str =
-    "systemd,systemd-sysv,dbus,iproute2,procps,iputils-ping,ca-certificates,apt-utils,debconf,gpgv";
+const BASE_INCLUDE: &[&str] = &[
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "iproute2",
+    "procps",
+    "iputils-ping",
+    "ca-certificates",
+    "apt-utils",
+    "debconf",
+    "gpgv",
+];
 
 /// The cached base rootfs, created when missing. Returns its path.
 pub fn ensure_base(runner: &dyn Runner, cache: &Path) -> Result<PathBuf> {
@@ -19,26 +30,19 @@ pub fn ensure_base(runner: &dyn Runner, cache: &Path) -> Result<PathBuf> {
     if base.join("usr/lib/systemd/systemd").exists() && base.join(".dcn-complete").exists() {
         return Ok(base);
     }
-    let mirror = host_mirror().context("finding a Debian mirror for debootstrap")?;
     let tmp = cache.join("base-bookworm.partial");
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
     }
     std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
-    runner.run(
-        &Cmd::new(
-            "creating the Debian 12 base root filesystem (debootstrap)",
-            "debootstrap",
-        )
-        .args([
-            "--variant=minbase",
-            &format!("--include={BASE_INCLUDE}"),
-            "bookworm",
-        ])
-        .arg(tmp.display().to_string())
-        .arg(mirror)
-        .timeout(Duration::from_secs(1800)),
-    )?;
+    let include: Vec<String> = BASE_INCLUDE.iter().map(|p| p.to_string()).collect();
+    Debootstrap {
+        suite: "bookworm",
+        include: &include,
+        target: &tmp,
+        cache_dir: None,
+    }
+    .run(runner)?;
     prepare_base(&tmp)?;
     if base.exists() {
         std::fs::remove_dir_all(&base)?;
@@ -63,54 +67,6 @@ fn prepare_base(root: &Path) -> Result<()> {
     std::fs::write(root.join("etc/machine-id"), "")?;
     std::fs::write(root.join(".dcn-complete"), "")?;
     Ok(())
-}
-
-/// The first Debian 12 ("bookworm") mirror in the host's apt sources.
-pub fn host_mirror() -> Result<String> {
-    let mut texts = Vec::new();
-    if let Ok(t) = std::fs::read_to_string("/etc/apt/sources.list") {
-        texts.push(t);
-    }
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        let mut paths: Vec<_> = dir.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for p in paths {
-            if let Ok(t) = std::fs::read_to_string(&p) {
-                texts.push(t);
-            }
-        }
-    }
-    texts
-        .iter()
-        .find_map(|t| find_bookworm_uri(t))
-        .context("the host's apt sources list no bookworm mirror; add one to /etc/apt/sources.list")
-}
-
-/// The URI of a `bookworm` suite in one-line or deb822 sources text.
-fn find_bookworm_uri(text: &str) -> Option<String> {
-    // One-line format: deb [opts] URI SUITE COMPONENTS...
-    for line in text.lines() {
-        let mut words = line.split_whitespace().filter(|w| !w.starts_with('['));
-        if words.next() == Some("deb")
-            && let (Some(uri), Some("bookworm")) = (words.next(), words.next())
-        {
-            return Some(uri.to_string());
-        }
-    }
-    // deb822: paragraphs with Types, URIs and Suites.
-    for para in text.split("\n\n") {
-        let field = |name: &str| {
-            para.lines()
-                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
-        };
-        let is_deb = field("Types:").is_some_and(|t| t.split_whitespace().any(|x| x == "deb"));
-        let has_suite =
-            field("Suites:").is_some_and(|s| s.split_whitespace().any(|x| x == "bookworm"));
-        if is_deb && has_suite {
-            return field("URIs:").and_then(|u| u.split_whitespace().next().map(String::from));
-        }
-    }
-    None
 }
 
 /// Mount `lower` + a writable layer under `host_dir` at `host_dir/rootfs`.
@@ -161,25 +117,4 @@ pub fn unmount(runner: &dyn Runner, path: &Path) -> Result<()> {
         )?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_the_mirror_in_both_source_formats() {
-        assert_eq!(
-            find_bookworm_uri(
-                "# c\ndeb [arch=amd64] http://mirror.test/debian bookworm main\ndeb http://mirror.test/debian-security bookworm-security main\n"
-            ),
-            Some("http://mirror.test/debian".into())
-        );
-        let deb822 = "Types: deb\nURIs: http://mirror.test/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\nTypes: deb\nURIs: http://sec.test/debian-security\nSuites: bookworm-security\n";
-        assert_eq!(
-            find_bookworm_uri(deb822),
-            Some("http://mirror.test/debian".into())
-        );
-        assert_eq!(find_bookworm_uri("deb http://x trixie main\n"), None);
-    }
 }

@@ -400,27 +400,33 @@ fn ports_in_use_are_named_with_their_purpose() {
         "{}",
         c.message
     );
-    assert!(c.message.contains("5000 (keystone) is taken on 0.0.0.0"));
-    assert!(c.message.contains("9292 (glance) is taken on ::"));
     assert!(
         c.message
-            .contains("9696 (neutron) is taken on ::ffff:192.0.2.2")
+            .contains("5000 (api-proxy, keystone) is taken on 0.0.0.0")
     );
-    assert!(c.message.contains("6640 (Open vSwitch manager"));
+    assert!(
+        c.message
+            .contains("9292 (api-proxy, glance) is taken on ::")
+    );
+    assert!(
+        c.message
+            .contains("9696 (api-proxy, neutron) is taken on ::ffff:192.0.2.2")
+    );
+    assert!(c.message.contains("6640 (ovn-controller) is taken"));
     assert!(
         !c.message.contains("2024"),
         "ports dcn does not need are not reported"
     );
     assert_eq!(
         c.fix.unwrap(),
-        "stop what listens on ports 3306, 5000, 8774, 9292, 9696, 6640 (`ss -ltnp` shows it), or move it to another port"
+        "stop what listens on ports 3306, 5000, 6640, 8774, 9292, 9696 (`ss -ltnp` shows it), or move it to another port"
     );
 
     let c = check(Role::Edge, &f, "ports");
     assert_eq!((c.status, c.severity), ERROR);
     assert!(
         c.message
-            .starts_with("6640 (Open vSwitch manager on loopback, for os-vif) is taken on ::1")
+            .starts_with("6640 (ovn-controller) is taken on ::1")
     );
     assert!(
         c.fix
@@ -438,7 +444,7 @@ fn the_join_port_follows_the_config() {
     let c = check(Role::Standalone, &f, "ports");
     assert!(
         c.message
-            .starts_with("9443 (dcn join service) is taken on 0.0.0.0"),
+            .starts_with("9443 (join-service) is taken on 0.0.0.0"),
         "{}",
         c.message
     );

@@ -5,6 +5,8 @@
 //! passwords, worker counts); recipes say where they go. The recipes are
 //! embedded in the binary at build time (see `build.rs`).
 
+pub mod catalogue;
+pub mod compute_link;
 mod render;
 mod schema;
 
@@ -71,8 +73,21 @@ impl Recipes {
         Ok(recipes)
     }
 
-    /// Every role names services that exist.
+    /// Every role names services that exist, and no two services share a
+    /// config key.
     fn check(&self) -> Result<()> {
+        let mut keys: BTreeMap<&str, &str> = BTreeMap::new();
+        for s in self.services.values() {
+            if let Some(c) = &s.custom_config
+                && let Some(other) = keys.insert(&c.config_key, &s.service)
+            {
+                bail!(
+                    "services {other} and {} both take the config key {:?}",
+                    s.service,
+                    c.config_key
+                );
+            }
+        }
         for role in self.roles.values() {
             for s in &role.services {
                 if !self.services.contains_key(s) {
@@ -123,6 +138,28 @@ impl Recipes {
         Ok(pkgs)
     }
 
+    /// The TCP ports the services of `roles` listen on, sorted, each with
+    /// the services that name it (`5000`: `api-proxy, keystone`).
+    pub fn ports_for_roles(&self, roles: &[&str]) -> Result<Vec<(u16, String)>> {
+        let mut ports: BTreeMap<u16, Vec<&str>> = BTreeMap::new();
+        for s in self.services_for_roles(roles)? {
+            for p in &s.ports {
+                ports.entry(*p).or_default().push(&s.service);
+            }
+        }
+        Ok(ports.into_iter().map(|(p, s)| (p, s.join(", "))).collect())
+    }
+
+    /// The passwords the services of `roles` declare, sorted, each once.
+    pub fn passwords_for_roles(&self, roles: &[&str]) -> Result<Vec<String>> {
+        let mut names: Vec<String> = (self.services_for_roles(roles)?.iter())
+            .flat_map(|s| s.passwords.iter().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// Every unit the services of `roles` own: those `dcn` enables and
     /// starts (packaging units that start others, like ovn-host, included)
     /// and those it keeps off. A host prepared before it is configured (the
@@ -140,5 +177,7 @@ impl Recipes {
     }
 }
 
+#[cfg(test)]
+mod render_tests;
 #[cfg(test)]
 mod tests;

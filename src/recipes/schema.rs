@@ -68,6 +68,11 @@ pub struct ServiceRecipe {
     /// TCP ports the service listens on.
     #[serde(default)]
     pub ports: Vec<u16>,
+    /// Passwords the control plane generates for it (its database, its
+    /// service user, shared secrets), by the name templates use
+    /// (`{{ password.nova_db }}`, `password: nova_service`).
+    #[serde(default)]
+    pub passwords: Vec<String>,
     /// How to tell the service works, written `- http: {url: ...}`.
     #[serde(
         default,
@@ -184,6 +189,10 @@ pub struct CustomConfigRecipe {
     pub owner: String,
     #[serde(default = "root")]
     pub group: String,
+    /// Units restarted when the drop-in changes (default: the service's
+    /// units).
+    #[serde(default)]
+    pub restarts: Option<Vec<String>>,
 }
 
 /// A database owned by one service.

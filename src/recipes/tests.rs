@@ -1,5 +1,31 @@
 use super::*;
 
+/// A bundle manifest for site edge1 of control plane `cp`, as the export
+/// builds it, with `custom` as its customServiceConfig.
+pub(super) fn sample_manifest(
+    recipes: &Recipes,
+    custom: &crate::bundle::CustomServiceConfig,
+) -> crate::bundle::Manifest {
+    let deployment = crate::deployment::Deployment {
+        roles: vec!["controller".into(), "compute".into()],
+        services: vec![],
+        hostname: "cp".into(),
+        address: "10.240.0.10".into(),
+        site: None,
+    };
+    let now = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+    crate::sites::export::manifest(
+        recipes,
+        "edge1",
+        &deployment,
+        &crate::config::StandaloneConfig::default(),
+        custom,
+        (now, now + std::time::Duration::from_secs(3600)),
+        "abc123",
+    )
+    .unwrap()
+}
+
 fn service(yaml: &str) -> ServiceRecipe {
     crate::config::parse(yaml, "test").unwrap()
 }
@@ -138,4 +164,119 @@ fn uwsgi_worker_options_follow_the_ini() {
         seen, 4,
         "keystone, placement, nova-api and nova-api-metadata"
     );
+}
+
+/// A service the edge role gains by its recipe and one role line, and
+/// nothing else: the ISO's packages and units, preflight's ports, the
+/// bundle's config keys and the edge's rendered files all follow.
+#[test]
+fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files() {
+    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}'}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
+    let mut files: Vec<(String, String)> = EMBEDDED
+        .iter()
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect();
+    for (path, text) in &mut files {
+        if path.ends_with("roles/edge.yaml") {
+            *text = text.replace("dcn-config-sync]", "dcn-config-sync, cinder-volume]");
+        }
+    }
+    files.push((
+        format!("{RELEASE}/services/cinder-volume.yaml"),
+        FAKE.to_string(),
+    ));
+    let recipes = Recipes::from_files(files).unwrap();
+
+    // The edge ISO installs its packages and keeps its units off.
+    assert!(
+        recipes
+            .packages_for_roles(&["edge"])
+            .unwrap()
+            .contains(&"cinder-volume".into())
+    );
+    let units = recipes.units_for_roles(&["edge"]).unwrap();
+    assert!(units.contains(&"cinder-volume.service".into()), "{units:?}");
+    assert!(units.contains(&"tgt.service".into()), "{units:?}");
+
+    // Preflight on an edge checks its port.
+    use crate::preflight::{Params, Role, checks::required_ports_in};
+    let ports = required_ports_in(&recipes, Role::Edge, &Params::default());
+    assert!(ports.contains(&(3260, "cinder-volume".into())), "{ports:?}");
+
+    // Its config key is an edge key: it travels in the bundle, which this
+    // catalogue accepts and the embedded one (without the service) refuses.
+    assert_eq!(
+        recipes.edge_config_keys(),
+        ["cinderVolume", "novaCompute", "ovnMetadataAgent"]
+    );
+    let custom = BTreeMap::from([(
+        "cinderVolume".to_string(),
+        crate::config::types::IniText::try_from("[DEFAULT]\ndebug = true\n".to_string()).unwrap(),
+    )]);
+    let manifest = sample_manifest(&recipes, &custom);
+    assert_eq!(manifest.custom_service_config, custom);
+    let refused = manifest.validate().unwrap_err();
+    assert_eq!(refused.path, "customServiceConfig.cinderVolume");
+    let known = manifest.validate_with(&recipes).unwrap_err();
+    assert_eq!(
+        known.path, "members",
+        "only the digests write_bundle adds are missing"
+    );
+
+    // The edge's plan renders its file and the operator's drop-in.
+    let root = tempfile::tempdir().unwrap();
+    let host = crate::host::Host::with_runner(
+        root.path(),
+        std::sync::Arc::new(crate::host::RecordingRunner::default()),
+        true,
+    );
+    let mut values = Values::default();
+    values.host.insert("hostname".into(), "edge1-n1".into());
+    let edge: Vec<String> = (recipes.services_for_roles(&["edge"]).unwrap().iter())
+        .map(|s| s.service.clone())
+        .collect();
+    assert!(edge.contains(&"cinder-volume".into()));
+    let plan = crate::deploy::Plan {
+        recipes: recipes.clone(),
+        // The other edge services need the join's values to render.
+        services: vec!["cinder-volume".into()],
+        values: std::sync::Arc::new(values),
+        custom_config: BTreeMap::from([(
+            "cinderVolume".into(),
+            "[DEFAULT]\ndebug = true\n".into(),
+        )]),
+        source: crate::config::types::PackageSource::Mirror,
+        certs: std::sync::Arc::new(NoCertificates),
+    };
+    crate::engine::run(&[plan.configure_phase().unwrap()], &host).unwrap();
+    let planned: Vec<(String, String)> = (host.files.planned().into_iter())
+        .map(|c| (c.path, c.diff))
+        .collect();
+    let rendered = |path: &str| {
+        planned
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, d)| d.clone())
+    };
+    assert!(
+        rendered("/etc/cinder/cinder.conf.d/10-dcn.conf")
+            .is_some_and(|d| d.contains("host = edge1-n1")),
+        "{planned:?}"
+    );
+    assert!(
+        rendered("/etc/cinder/cinder.conf.d/90-custom.conf").is_some(),
+        "{planned:?}"
+    );
+}
+
+/// The fake service has no certificates.
+struct NoCertificates;
+
+impl crate::deploy::CertSource for NoCertificates {
+    fn leaf(&self, _: &crate::host::Files, name: &str) -> Result<(String, crate::secrets::Secret)> {
+        bail!("no certificate {name} in this test")
+    }
+    fn ca(&self, _: &crate::host::Files) -> Result<String> {
+        bail!("no CA in this test")
+    }
 }

@@ -194,6 +194,7 @@ pub fn join(
             placed_at: existing.as_ref().and_then(|n| n.placed_at.clone()),
             key_pin: Some(issued.key_pin),
             ovn_ca: Some(issued.ca_pem),
+            config: existing.as_ref().and_then(|n| n.config.clone()),
         })
         .map_err(internal)?;
     if existing.is_none() {
@@ -240,13 +241,13 @@ fn record_joined(
     store.save(lock, &progress)
 }
 
-/// `GET /v1/nodes/{hostname}` with the node's bearer secret.
-pub fn node_status(
-    host: &Host,
+/// The node `hostname` and its site, when `bearer` is its node secret and
+/// the site is active.
+pub(super) fn authenticated_node(
+    registry: &Registry,
     hostname: &str,
     bearer: Option<&str>,
-) -> Result<NodeStatus, Refusal> {
-    let registry = Registry::new(&host.files);
+) -> Result<(NodeRecord, Site), Refusal> {
     let node = registry.node(hostname).map_err(internal)?;
     let node = match (node, bearer) {
         (Some(n), Some(b)) if n.secret_hash == hash(b) => n,
@@ -266,6 +267,17 @@ pub fn node_status(
             format!("site {} was revoked", node.site),
         ));
     };
+    Ok((node, site))
+}
+
+/// `GET /v1/nodes/{hostname}` with the node's bearer secret.
+pub fn node_status(
+    host: &Host,
+    hostname: &str,
+    bearer: Option<&str>,
+) -> Result<NodeStatus, Refusal> {
+    let registry = Registry::new(&host.files);
+    let (node, site) = authenticated_node(&registry, hostname, bearer)?;
     let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
     let cloud =
         provision::admin_cloud(host, config.control_plane.region.as_str()).map_err(internal)?;

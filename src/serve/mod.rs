@@ -6,30 +6,23 @@
 //! aggregate.
 
 mod backoff;
+mod config;
 mod gate;
 mod handlers;
 mod listener;
 mod placer;
 mod progress;
 mod ratelimit;
+mod router;
 
 use crate::host::Host;
-use crate::join::protocol::{
-    ErrorReply, HEALTH_PATH, Health, JOIN_PATH, JoinRequest, NODES_PATH, PROGRESS_MAX_BODY,
-    PROGRESS_PATH,
-};
+use crate::join::protocol::{ErrorReply, JoinRequest};
 use crate::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use anyhow::{Context, Result};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Method, Request, Response};
-use std::convert::Infallible;
+use router::handle;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-/// Largest request body accepted (a join request with its CSR is ~2 KiB).
-const MAX_BODY: usize = 64 * 1024;
+use std::time::Duration;
 
 /// How much the join service gives one client, and for how long.
 #[derive(Debug, Clone)]
@@ -224,26 +217,6 @@ pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> Joi
     }
 }
 
-fn json<T: serde::Serialize>(status: u16, body: &T) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header("Content-Type", "application/json")
-        .body(Full::new(Bytes::from(
-            serde_json::to_vec(body).expect("serialisable"),
-        )))
-        .expect("a valid response")
-}
-
-fn error(status: u16, error: &str, message: &str) -> Response<Full<Bytes>> {
-    json(
-        status,
-        &ErrorReply {
-            error: error.into(),
-            message: message.into(),
-        },
-    )
-}
-
 /// What a client sent, for the log: escaped (a newline cannot start a
 /// forged line, an escape sequence cannot reach a terminal) and cut short.
 fn shown(text: &str) -> String {
@@ -253,137 +226,4 @@ fn shown(text: &str) -> String {
         cut.push('…');
     }
     format!("{cut:?}")
-}
-
-async fn handle(
-    state: Arc<State>,
-    peer: SocketAddr,
-    body_time: Duration,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let method = req.method().clone();
-    let path = shown(req.uri().path());
-    let (response, note) = route(&state, peer, body_time, req).await;
-    // Logged: who asked what and the outcome; never tokens or passwords,
-    // and what the client chose only through `shown`.
-    tracing::info!(
-        "{} {method} {path} -> {} {note}",
-        peer.ip(),
-        response.status().as_u16()
-    );
-    Ok(response)
-}
-
-/// The `Authorization: Bearer` credential, if any.
-fn bearer(req: &Request<Incoming>) -> Option<String> {
-    req.headers()
-        .get("Authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(String::from)
-}
-
-/// A request's body, at most `max` bytes, within `time`; else the refusal.
-async fn read_body(
-    req: Request<Incoming>,
-    max: usize,
-    time: Duration,
-) -> Result<Bytes, Response<Full<Bytes>>> {
-    let body = Limited::new(req.into_body(), max).collect();
-    match tokio::time::timeout(time, body).await {
-        Ok(Ok(b)) => Ok(b.to_bytes()),
-        Ok(Err(_)) => Err(error(413, "bad-request", "the request is too large")),
-        Err(_) => Err(error(
-            408,
-            "bad-request",
-            "the request body came too slowly",
-        )),
-    }
-}
-
-async fn route(
-    state: &Arc<State>,
-    peer: SocketAddr,
-    body_time: Duration,
-    req: Request<Incoming>,
-) -> (Response<Full<Bytes>>, String) {
-    if !state.limiter.allow(peer.ip()) {
-        return (
-            error(
-                429,
-                "rate-limited",
-                "too many requests from this address; wait a minute",
-            ),
-            String::new(),
-        );
-    }
-    let path = req.uri().path().to_string();
-    match (req.method().clone(), path.as_str()) {
-        (Method::GET, HEALTH_PATH) => (
-            json(
-                200,
-                &Health {
-                    time: crate::timefmt::rfc3339(SystemTime::now()),
-                },
-            ),
-            String::new(),
-        ),
-        (Method::POST, JOIN_PATH) => {
-            let body = match read_body(req, MAX_BODY, body_time).await {
-                Ok(b) => b,
-                Err(refusal) => return (refusal, String::new()),
-            };
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || {
-                answer_join(&st.host, st.accounts.as_ref(), &body)
-            })
-            .await
-            {
-                Ok(a) => (json(a.status, &a.body), a.note),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
-        }
-        (Method::POST, PROGRESS_PATH) => {
-            let bearer = bearer(&req);
-            let body = match read_body(req, PROGRESS_MAX_BODY, body_time).await {
-                Ok(b) => b,
-                Err(refusal) => return (refusal, String::new()),
-            };
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || {
-                progress::answer(&st.host, bearer.as_deref(), &body)
-            })
-            .await
-            {
-                Ok(a) => (json(a.status, &a.body), a.note),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
-        }
-        (Method::GET, p) if p.starts_with(NODES_PATH) => {
-            let hostname = p[NODES_PATH.len()..].to_string();
-            let shown_host = shown(&hostname);
-            if hostname.parse::<crate::config::types::Hostname>().is_err() {
-                return (
-                    error(404, "bad-request", "not a host name"),
-                    format!("(node {shown_host})"),
-                );
-            }
-            let bearer = bearer(&req);
-            let st = state.clone();
-            let h = hostname.clone();
-            match tokio::task::spawn_blocking(move || {
-                handlers::node_status(&st.host, &h, bearer.as_deref())
-            })
-            .await
-            {
-                Ok(Ok(status)) => (json(200, &status), format!("(node {shown_host})")),
-                Ok(Err(r)) => (
-                    json(r.status, &r.reply),
-                    format!("(node {shown_host}) refused: {}", r.reply.error),
-                ),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
-        }
-        _ => (error(404, "bad-request", "no such endpoint"), String::new()),
-    }
 }

@@ -6,13 +6,17 @@
 //! shows the whole story, and a re-run knows where to resume
 //! ([`super::plan`]).
 
+mod bmc_steps;
+mod follow;
+
 use super::plan::Start;
-use super::watch::{self, Seen};
-use crate::bmc::{self, BootRequest, Client, ClientOptions, DiskBoot};
+use super::watch;
+use crate::bmc::{ClientOptions, DiskBoot};
 use crate::config::NodeConfig;
 use crate::host::Files;
-use crate::sites::progress::Phase;
-use anyhow::{Context as _, Result};
+use anyhow::Result;
+use bmc_steps::{boot, leave_installer, to_disk};
+use follow::wait;
 use serde::Serialize;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -207,58 +211,6 @@ fn media_for(ctx: &Run, node: &NodeTarget) -> Result<String> {
     Ok(media.file_name)
 }
 
-fn connect(node: &NodeTarget) -> Result<(Client, bmc::System)> {
-    let client = Client::new(&node.bmc)
-        .with_context(|| format!("connecting to the BMC at {}", node.bmc.url))?;
-    let system = bmc::find_system(&client, node.system.as_deref())
-        .with_context(|| format!("logging in to the BMC at {}", node.bmc.url))?;
-    Ok((client, system))
-}
-
-fn boot(ctx: &Run, node: &NodeTarget, url: &str) -> Result<()> {
-    let (client, system) = connect(node)?;
-    if let Some(ca) = ctx.media_ca {
-        let slot = bmc::cd_slot(&client, &system)?;
-        match bmc::trust_media_ca(&client, &slot, ca)? {
-            bmc::MediaTrust::Verified => {
-                say("its BMC verifies the media server against the dcn CA")
-            }
-            bmc::MediaTrust::Unsupported(why) => tracing::warn!(
-                "its BMC cannot be told to verify the media server ({why}): it fetches the ISO, which holds a join token, without checking whom from"
-            ),
-        }
-    }
-    let report = bmc::boot(
-        &client,
-        &system,
-        &BootRequest {
-            image_url: url.to_string(),
-            allow_continuous: false,
-            media_timeout: Duration::from_secs(600),
-            power_timeout: Duration::from_secs(120),
-        },
-    )?;
-    watch::record(
-        ctx.files,
-        ctx.site,
-        node.hostname(),
-        Phase::MediaInserted,
-        &report.virtual_media,
-    )?;
-    watch::record(
-        ctx.files,
-        ctx.site,
-        node.hostname(),
-        Phase::PoweredOn,
-        &format!("{} ({})", report.reset_type, report.boot_target),
-    )?;
-    say(&format!(
-        "booting its ISO ({} requested)",
-        report.reset_type
-    ));
-    Ok(())
-}
-
 /// Wait for the installer to write the disk, then for the node to leave
 /// the installer, and boot it from the disk.
 fn install_then_boot_disk(
@@ -279,125 +231,4 @@ fn install_then_boot_disk(
     leave_installer(ctx, node)?;
     timed("to-disk", t);
     Ok(())
-}
-
-/// How long the installer may take to reboot after it reported the disk
-/// written, before the node is restarted from the disk.
-const REBOOT_GRACE: Duration = Duration::from_secs(600);
-
-/// After `disk-written` the installer reboots. A BMC that kept the CD
-/// override once would boot the installer again, so: as soon as the node
-/// is off (the lab's VMs power off on reboot) or its installed system
-/// reports its first boot, eject the media, set the override to the disk
-/// and power it on if it is off. A node still running the installer after
-/// [`REBOOT_GRACE`] is restarted from the disk.
-fn leave_installer(ctx: &Run, node: &NodeTarget) -> Result<(), Failure> {
-    let started = Instant::now();
-    loop {
-        let seen = watch::seen(ctx.files, node.hostname()).map_err(at("media-ejected"))?;
-        if seen.booted {
-            return to_disk(ctx, node, DiskBoot::PowerOnIfOff).map_err(at("media-ejected"));
-        }
-        let (client, system) = connect(node).map_err(at("media-ejected"))?;
-        let power = system.resource.power_state.clone().unwrap_or_default();
-        if power == "Off" {
-            return to_disk(ctx, node, DiskBoot::PowerOnIfOff).map_err(at("media-ejected"));
-        }
-        drop(client);
-        if started.elapsed() > REBOOT_GRACE {
-            say("still not rebooted from the installer; restarting it from the disk");
-            return to_disk(ctx, node, DiskBoot::Restart).map_err(at("media-ejected"));
-        }
-        std::thread::sleep(ctx.limits.poll);
-    }
-}
-
-/// Eject, override to the disk, power as `how` says; recorded as
-/// `media-ejected` (and `powered-on` when the power was asked for).
-fn to_disk(ctx: &Run, node: &NodeTarget, how: DiskBoot) -> Result<()> {
-    let (client, system) = connect(node)?;
-    let lines = bmc::boot_from_disk(&client, &system, how)?;
-    watch::record(
-        ctx.files,
-        ctx.site,
-        node.hostname(),
-        Phase::MediaEjected,
-        "",
-    )?;
-    if let Some(power) = lines.iter().find(|l| l.contains("asked for")) {
-        watch::record(
-            ctx.files,
-            ctx.site,
-            node.hostname(),
-            Phase::PoweredOn,
-            &format!(
-                "{}: boots the installed system",
-                power.trim_end_matches('.')
-            ),
-        )?;
-    }
-    say(&lines.join(" "));
-    Ok(())
-}
-
-/// Poll the centre's records until `done`, a failure the node reported,
-/// silence past the bound, or `limit`.
-fn wait(
-    ctx: &Run,
-    node: &NodeTarget,
-    what: &str,
-    limit: Duration,
-    done: impl Fn(&Seen) -> bool,
-) -> Result<(), Failure> {
-    let started = Instant::now();
-    let mut last = String::new();
-    loop {
-        let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
-        if seen.phase != last {
-            say(&seen.phase);
-            if seen.retrying
-                && let Some(reason) = &seen.failed
-            {
-                say(&format!(
-                    "its join failed ({reason}); its first-boot unit tries again"
-                ));
-            }
-            last = seen.phase.clone();
-        }
-        if done(&seen) {
-            return Ok(());
-        }
-        // A failed join is retried by the node: keep following it, up to
-        // the limit.
-        if let Some(reason) = seen.failed.filter(|_| !seen.retrying) {
-            return Err(Failure {
-                phase: "node".into(),
-                error: anyhow::anyhow!("the node reported: {reason}"),
-                recorded: true,
-            });
-        }
-        if seen.silent {
-            return Err(Failure {
-                phase: seen.phase.clone(),
-                error: anyhow::anyhow!(
-                    "the node has reported nothing for {} (last: {}); see its console through the BMC",
-                    humantime::format_duration(Duration::from_secs(seen.quiet_seconds)),
-                    seen.phase
-                ),
-                recorded: false,
-            });
-        }
-        if started.elapsed() > limit {
-            return Err(Failure {
-                phase: seen.phase.clone(),
-                error: anyhow::anyhow!(
-                    "waited {} for {what} (last: {}); raise the limit if the hardware is slow",
-                    humantime::format_duration(limit),
-                    seen.phase
-                ),
-                recorded: false,
-            });
-        }
-        std::thread::sleep(ctx.limits.poll);
-    }
 }

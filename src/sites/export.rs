@@ -1,18 +1,24 @@
 //! `dcn bundle export --site NAME`: create the site if it is new (or
 //! re-admit a revoked one), record a join token by its
-//! hash, and write a bundle (format v1) that carries the CA, the endpoints,
+//! hash, and write a bundle (format v2) that carries the CA, the endpoints,
 //! the site and the token — no long-lived password.
 
 use super::provision;
 use super::registry::{Registry, Site, TokenRecord};
 use crate::bundle::limits::check_ttl;
-use crate::bundle::{BundleContents, JoinToken, save_bundle, write_bundle};
+use crate::bundle::{
+    BundleContents, ControlPlaneInfo, Endpoints, FORMAT_VERSION, HostsEntry, HttpsUrl, JoinToken,
+    Manifest, Messaging, save_bundle, write_bundle,
+};
+use crate::config::StandaloneConfig;
 use crate::config::types::SiteName;
+use crate::config::types::{IniText, Port};
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
 use crate::timefmt::rfc3339;
 use anyhow::{Context, Result, anyhow, bail};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -92,51 +98,16 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         uses: 0,
     })?;
 
-    let address = &deployment.address;
-    let custom = |text: &str| {
-        if text.trim().is_empty() {
-            String::new()
-        } else {
-            format!(
-                "    {}",
-                serde_yaml::to_string(text)
-                    .expect("a string serialises")
-                    .trim_end()
-                    .replace('\n', "\n    ")
-            )
-        }
-    };
-    let nova_custom = custom(config.services.nova_compute.custom_service_config.as_str());
-    let metadata_custom = custom(
-        config
-            .services
-            .ovn_metadata_agent
-            .custom_service_config
-            .as_str(),
-    );
-    let mut custom_yaml = String::new();
-    if !nova_custom.is_empty() {
-        custom_yaml.push_str(&format!("  novaCompute:\n{nova_custom}\n"));
-    }
-    if !metadata_custom.is_empty() {
-        custom_yaml.push_str(&format!("  ovnMetadataAgent:\n{metadata_custom}\n"));
-    }
-    let join_port = config.control_plane.join_port.0;
-    let manifest_yaml = format!(
-        "formatVersion: 1\nsite: {site_name}\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://{address}:{join_port}\n  region: {region}\n  endpoints:\n    identity: https://{address}:5000/v3\n    placement: https://{address}:8778\n    compute: https://{address}:8774/v2.1\n    image: https://{address}:9292\n    network: https://{address}:9696\n    novncproxy: https://{address}:6080/vnc_auto.html\n  messaging:\n    host: {address}\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:{address}:6642\nhosts:\n- address: {address}\n  names: [{}]\ncustomServiceConfig:{}\nconfigDrive: {}\ntokenId: {}\nmembers: {{}}\n",
-        rfc3339(now),
-        rfc3339(not_after),
-        deployment.hostname,
-        if custom_yaml.is_empty() {
-            " {}\n".to_string()
-        } else {
-            format!("\n{custom_yaml}")
-        },
-        config.zones.edge_config_drive,
-        token.id,
-    );
-    let manifest = crate::config::parse(&manifest_yaml, "the exported manifest")
-        .map_err(|e| anyhow::anyhow!("internal error building the manifest: {e}"))?;
+    let manifest = manifest(
+        crate::recipes::catalogue::embedded(),
+        site_name,
+        &deployment,
+        &config,
+        &config.services.custom_configs(),
+        (now, not_after),
+        &token.id,
+    )
+    .context("internal error building the manifest")?;
     let bytes = write_bundle(
         &BundleContents {
             manifest,
@@ -154,6 +125,61 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         token_id: token.id.clone(),
         not_after,
         max_uses,
+    })
+}
+
+/// The manifest of a bundle for `site`. Only the services that run on
+/// edges get their `customServiceConfig` (the catalogue says which).
+pub(crate) fn manifest(
+    recipes: &crate::recipes::Recipes,
+    site: &str,
+    deployment: &Deployment,
+    config: &StandaloneConfig,
+    custom: &BTreeMap<String, IniText>,
+    (created_at, not_after): (SystemTime, SystemTime),
+    token_id: &str,
+) -> Result<Manifest> {
+    fn parse<T: std::str::FromStr<Err: std::fmt::Display>>(s: String) -> Result<T> {
+        s.parse().map_err(|e| anyhow!("{e}"))
+    }
+    let a = &deployment.address;
+    let https = |rest: &str| parse::<HttpsUrl>(format!("https://{a}:{rest}"));
+    let edge_keys = recipes.edge_config_keys();
+    Ok(Manifest {
+        format_version: FORMAT_VERSION,
+        site: parse(site.to_string())?,
+        created_at,
+        not_after,
+        control_plane: ControlPlaneInfo {
+            join_endpoint: https(&config.control_plane.join_port.0.to_string())?,
+            region: config.control_plane.region.clone(),
+            endpoints: Endpoints {
+                identity: https("5000/v3")?,
+                placement: https("8778")?,
+                compute: https("8774/v2.1")?,
+                image: https("9292")?,
+                network: https("9696")?,
+                novncproxy: parse(format!("https://{a}:6080/vnc_auto.html"))?,
+            },
+            messaging: Messaging {
+                host: parse(a.clone())?,
+                port: Port(5671),
+                tls: true,
+            },
+            ovn_southbound: parse(format!("ssl:{a}:6642"))?,
+        },
+        hosts: vec![HostsEntry {
+            address: parse(a.clone())?,
+            names: vec![parse(deployment.hostname.clone())?],
+        }],
+        custom_service_config: (custom.iter())
+            .filter(|(key, text)| edge_keys.contains(&key.as_str()) && !text.is_empty())
+            .map(|(key, text)| (key.clone(), text.clone()))
+            .collect(),
+        config_drive: config.zones.edge_config_drive,
+        token_id: token_id.to_string(),
+        // write_bundle fills in the digests, then validates the whole.
+        members: BTreeMap::new(),
     })
 }
 

@@ -15,5 +15,6 @@ pub mod phases;
 pub mod progress;
 pub mod provision;
 mod registry;
+pub mod site_config;
 
-pub use registry::{Lock, NodeRecord, NodeState, Registry, Site, TokenRecord};
+pub use registry::{AppliedConfig, Lock, NodeRecord, NodeState, Registry, Site, TokenRecord};

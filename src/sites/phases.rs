@@ -2,10 +2,11 @@
 //! (every host of a site: its phase, since when, its last report and last
 //! error) and the PHASE column of `dcn node list`. A node that is not done
 //! and has reported nothing for [`SILENT_AFTER`](super::progress::SILENT_AFTER)
-//! shows as `silent (last: <phase>)`.
+//! shows as `silent (last: <phase>)`. The CONFIG column says which revision
+//! of the site's service config each joined node runs.
 
 use super::progress::{Entry, LastError, Phase, ProgressRecord, ProgressStore};
-use super::registry::{NodeRecord, NodeState, Registry};
+use super::registry::{AppliedConfig, NodeRecord, NodeState, Registry};
 use crate::host::Files;
 use crate::timefmt::{parse_rfc3339, rough};
 use anyhow::{Result, bail};
@@ -32,6 +33,9 @@ pub struct NodePhase {
     pub last_report: Option<String>,
     pub last_error: Option<LastError>,
     pub history: Vec<Entry>,
+    /// The site config revision the node reported it runs (joined nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Box<AppliedConfig>>,
 }
 
 impl NodePhase {
@@ -48,6 +52,7 @@ impl NodePhase {
             last_report: (!p.history.is_empty()).then(|| p.updated_at.clone()),
             last_error: p.last_error.clone(),
             history: p.history.clone(),
+            config: None,
         }
     }
 
@@ -70,6 +75,7 @@ impl NodePhase {
             last_report: None,
             last_error: None,
             history: Vec::new(),
+            config: n.config.clone(),
         }
     }
 }
@@ -82,10 +88,11 @@ pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecor
     let mut out: Vec<(Option<NodeRecord>, NodePhase)> = nodes
         .into_iter()
         .map(|n| {
-            let phase = match progress.iter().position(|p| p.hostname == n.hostname) {
+            let mut phase = match progress.iter().position(|p| p.hostname == n.hostname) {
                 Some(i) => NodePhase::from_record(&progress.remove(i), now),
                 None => NodePhase::from_node(&n),
             };
+            phase.config = n.config.clone();
             (Some(n), phase)
         })
         .collect();
@@ -103,6 +110,8 @@ pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecor
 #[serde(rename_all = "camelCase")]
 pub struct SiteStatus {
     pub site: String,
+    /// The site's current service config revision (0: none set).
+    pub config_revision: u64,
     pub nodes: Vec<NodePhase>,
     #[serde(skip)]
     now: SystemTime,
@@ -110,11 +119,14 @@ pub struct SiteStatus {
 
 /// The progress of every host of `site`, as of `now`.
 pub fn site_status(files: &Files, site: &str, now: SystemTime) -> Result<SiteStatus> {
-    if Registry::new(files).site(site)?.is_none() {
+    let registry = Registry::new(files);
+    if registry.site(site)?.is_none() {
         bail!("there is no site {site:?}; `dcn site list` shows the sites");
     }
+    let config_revision = registry.site_config(site)?.map_or(0, |r| r.revision);
     Ok(SiteStatus {
         site: site.to_string(),
+        config_revision,
         nodes: all_hosts(files, now)?
             .into_iter()
             .map(|(_, p)| p)
@@ -129,6 +141,18 @@ pub fn age(at: Option<&str>, now: SystemTime) -> String {
     at.and_then(|t| parse_rfc3339(t).ok())
         .map(|t| format!("{} ago", rough(now.duration_since(t).unwrap_or_default())))
         .unwrap_or_else(|| "-".into())
+}
+
+/// The CONFIG column: `-` before a node reports; the revision it runs,
+/// with the site's when it is behind, and `failed` when the last one it
+/// fetched did not apply (its reason is printed below the table).
+fn config_cell(applied: Option<&AppliedConfig>, site_revision: u64) -> String {
+    match applied {
+        None => "-".into(),
+        Some(a) if a.error.is_some() => format!("{} (failed)", a.revision),
+        Some(a) if a.revision < site_revision => format!("{} of {site_revision}", a.revision),
+        Some(a) => a.revision.to_string(),
+    }
 }
 
 /// At most `max` characters of `text`.
@@ -154,8 +178,8 @@ impl fmt::Display for SiteStatus {
         }
         writeln!(
             f,
-            "{:<20} {:<34} {:<14} {:<14} ERROR",
-            "NODE", "PHASE", "SINCE", "LAST-REPORT"
+            "{:<20} {:<34} {:<14} {:<14} {:<10} ERROR",
+            "NODE", "PHASE", "SINCE", "LAST-REPORT", "CONFIG"
         )?;
         for n in &self.nodes {
             let error = match &n.last_error {
@@ -164,13 +188,19 @@ impl fmt::Display for SiteStatus {
             };
             writeln!(
                 f,
-                "{:<20} {:<34} {:<14} {:<14} {error}",
+                "{:<20} {:<34} {:<14} {:<14} {:<10} {error}",
                 n.hostname,
                 n.shown,
                 age(n.since.as_deref(), self.now),
                 age(n.last_report.as_deref(), self.now),
+                config_cell(n.config.as_deref(), self.config_revision),
             )?;
         }
+        writeln!(
+            f,
+            "\nSite config: revision {} (`dcn node show HOST` shows a node's resolved config)",
+            self.config_revision
+        )?;
         for n in &self.nodes {
             let Some(e) = &n.last_error else { continue };
             write!(
@@ -184,6 +214,22 @@ impl fmt::Display for SiteStatus {
             for line in &e.log {
                 writeln!(f, "    {line}")?;
             }
+        }
+        for n in &self.nodes {
+            let Some(AppliedConfig {
+                error: Some(e),
+                reported_at,
+                ..
+            }) = n.config.as_deref()
+            else {
+                continue;
+            };
+            writeln!(
+                f,
+                "\n{} did not apply the site config at {reported_at}: {}",
+                n.hostname,
+                crate::terminal_text::sanitize(e)
+            )?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 const SITES: &str = "/var/lib/dcn/sites";
 const TOKENS: &str = "/var/lib/dcn/tokens";
 const NODES: &str = "/var/lib/dcn/nodes";
+const SITE_CONFIGS: &str = "/var/lib/dcn/site-config";
 const LOCK: &str = "/var/lib/dcn/registry.lock";
 
 /// An edge site: an availability zone with its own credentials.
@@ -68,6 +69,21 @@ pub struct NodeRecord {
     /// member ([`super::ovn_access`]).
     #[serde(default)]
     pub ovn_ca: Option<String>,
+    /// The site config revision the node last reported, when it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Box<AppliedConfig>>,
+}
+
+/// A node's last report of its site config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedConfig {
+    /// The revision it runs (the last one it applied without error).
+    pub revision: u64,
+    pub reported_at: String,
+    /// Why the last revision it fetched did not apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The registry on a host's files.
@@ -92,7 +108,7 @@ impl<'a> Registry<'a> {
 
     /// Take the registry's lock (waits for another dcn holding it).
     pub fn lock(&self) -> Result<Lock> {
-        for d in [SITES, TOKENS, NODES] {
+        for d in [SITES, TOKENS, NODES, SITE_CONFIGS] {
             self.files.ensure_dir(d, &FileSpec::private_dir())?;
         }
         let path = self.files.host_path(LOCK)?;
@@ -190,6 +206,15 @@ impl<'a> Registry<'a> {
     pub fn remove_node(&self, hostname: &str) -> Result<()> {
         self.files.remove(&format!("{NODES}/{hostname}.json"))?;
         Ok(())
+    }
+
+    /// A site's service config, when one was set.
+    pub fn site_config(&self, site: &str) -> Result<Option<super::site_config::Revision>> {
+        self.load(&format!("{SITE_CONFIGS}/{site}.json"))
+    }
+
+    pub fn save_site_config(&self, r: &super::site_config::Revision) -> Result<()> {
+        self.save(&format!("{SITE_CONFIGS}/{}.json", r.config.site), r)
     }
 
     /// The site's record, refusing unknown and revoked sites.

@@ -22,29 +22,68 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The phases of `init`, in order (`--phase` names one to stop after).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+/// The phases of `init`, in order (`--phase` names one to stop after;
+/// [`PhaseName::ALL`] says what each does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PhaseName {
-    /// Check the host
     Preflight,
-    /// State directories, passwords, the CA and certificates
     Secrets,
-    /// Install the packages (nothing starts)
     Packages,
-    /// Write every configuration file
     Configure,
-    /// MariaDB, RabbitMQ, memcached, the API proxy, OVN databases
     Infrastructure,
-    /// Keystone and the catalog
     Identity,
-    /// Placement, Glance, Nova, Neutron, the join service
     Services,
-    /// nova-compute, OVN controller, metadata agent on this host
     Compute,
-    /// Check the control plane through its APIs
     Verify,
-    /// clouds.yaml and admin-openrc
     Finalize,
+}
+
+impl PhaseName {
+    /// Every phase in order, with its command-line name and what it does.
+    pub const ALL: [(PhaseName, &'static str, &'static str); 10] = [
+        (PhaseName::Preflight, "preflight", "Check the host"),
+        (
+            PhaseName::Secrets,
+            "secrets",
+            "State directories, passwords, the CA and certificates",
+        ),
+        (
+            PhaseName::Packages,
+            "packages",
+            "Install the packages (nothing starts)",
+        ),
+        (
+            PhaseName::Configure,
+            "configure",
+            "Write every configuration file",
+        ),
+        (
+            PhaseName::Infrastructure,
+            "infrastructure",
+            "MariaDB, RabbitMQ, memcached, the API proxy, OVN databases",
+        ),
+        (PhaseName::Identity, "identity", "Keystone and the catalog"),
+        (
+            PhaseName::Services,
+            "services",
+            "Placement, Glance, Nova, Neutron, the join service",
+        ),
+        (
+            PhaseName::Compute,
+            "compute",
+            "nova-compute, OVN controller, metadata agent on this host",
+        ),
+        (
+            PhaseName::Verify,
+            "verify",
+            "Check the control plane through its APIs",
+        ),
+        (
+            PhaseName::Finalize,
+            "finalize",
+            "clouds.yaml and admin-openrc",
+        ),
+    ];
 }
 
 /// Options of `init`.
@@ -120,7 +159,11 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
         if host.dry_run {
             // A dry run on a fresh host renders with passwords that exist
             // only in memory; files holding them are not shown anyway.
-            passwords.ensure(secrets::CONTROL_PLANE_PASSWORDS.iter().copied());
+            passwords.ensure(
+                secrets::control_plane_passwords()
+                    .iter()
+                    .map(String::as_str),
+            );
         }
         let facts = values::HostFacts::detect(&root);
         let values = Arc::new(values::control_plane_values(
@@ -196,21 +239,11 @@ fn finish(
     })
 }
 
-/// `customServiceConfig` of every service, by config key.
+/// `customServiceConfig` of every service that has one, by config key.
 fn custom_config(config: &StandaloneConfig) -> BTreeMap<String, String> {
-    let s = &config.services;
-    [
-        ("keystone", &s.keystone),
-        ("placement", &s.placement),
-        ("glance", &s.glance),
-        ("nova", &s.nova),
-        ("neutron", &s.neutron),
-        ("novaCompute", &s.nova_compute),
-        ("ovnMetadataAgent", &s.ovn_metadata_agent),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.custom_service_config.as_str().to_string()))
-    .collect()
+    (config.services.custom_configs().into_iter())
+        .map(|(k, v)| (k, v.as_str().to_string()))
+        .collect()
 }
 
 /// The phases after secrets.

@@ -10,22 +10,14 @@ use crate::pki::{CertInfo, CertificateAuthority, LeafRequest, Usage};
 use crate::secrets::{PasswordStore, Secret};
 use anyhow::{Context as _, Result, bail};
 
-/// Passwords the control plane needs: one per database, one per service
-/// user, the admin's, the messaging user's and the metadata proxy secret.
-pub const CONTROL_PLANE_PASSWORDS: &[&str] = &[
-    "keystone_admin",
-    "keystone_db",
-    "placement_db",
-    "placement_service",
-    "glance_db",
-    "glance_service",
-    "nova_db",
-    "nova_service",
-    "neutron_db",
-    "neutron_service",
-    "rabbitmq_controlplane",
-    "metadata_secret",
-];
+/// Passwords the control plane needs, as its recipes declare them: one per
+/// database, one per service user, the admin's, the messaging user's and
+/// the metadata proxy secret.
+pub fn control_plane_passwords() -> Vec<String> {
+    crate::recipes::catalogue::embedded()
+        .passwords_for_roles(&["controller", "compute"])
+        .expect("the embedded roles resolve")
+}
 
 /// The control plane's TLS endpoints, each with its own certificate.
 pub const LEAVES: &[(&str, Usage, &str)] = &[
@@ -102,11 +94,13 @@ impl Step for Passwords {
     }
     fn is_done(&self, ctx: &Context) -> Result<bool> {
         let store = PasswordStore::load(&ctx.host.files)?;
-        Ok(CONTROL_PLANE_PASSWORDS.iter().all(|n| store.get(n).is_ok()))
+        Ok(control_plane_passwords()
+            .iter()
+            .all(|n| store.get(n).is_ok()))
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
         let mut store = PasswordStore::load(&ctx.host.files)?;
-        let added = store.ensure(CONTROL_PLANE_PASSWORDS.iter().copied());
+        let added = store.ensure(control_plane_passwords().iter().map(String::as_str));
         store.save(&ctx.host.files)?;
         let verb = if ctx.host.dry_run {
             "would generate"

@@ -6,6 +6,7 @@
 use super::identity::Identity;
 use crate::config::StandaloneConfig;
 use crate::recipes::Values;
+use crate::recipes::compute_link::{ComputeLink, Interface};
 use crate::secrets::PasswordStore;
 use anyhow::Result;
 use std::path::Path;
@@ -148,15 +149,10 @@ pub fn control_plane_values(
         })
         .collect();
 
-    let s = &config.services;
-    for (name, w) in [
-        ("keystone", s.keystone.workers),
-        ("placement", s.placement.workers),
-        ("glance", s.glance.workers),
-        ("nova", s.nova.workers),
-        ("neutron", s.neutron.workers),
-    ] {
-        v.workers.insert(name.into(), w.resolve(facts.cpus));
+    // `{{ workers.<key> }}` for every configurable service, by its key.
+    for key in crate::recipes::catalogue::embedded().config_keys().keys() {
+        let w = config.services.get(key).workers;
+        v.workers.insert(key.to_string(), w.resolve(facts.cpus));
     }
 
     let net = &config.network;
@@ -188,27 +184,21 @@ pub fn control_plane_values(
     // The standalone host's own compute services are on the control plane:
     // loopback, the control plane's messaging user, nova's service user.
     let rabbit = passwords.get("rabbitmq_controlplane")?.expose();
-    set(
-        &mut v.compute,
-        "transportUrl",
-        &format!("rabbit://openstack:{rabbit}@127.0.0.1:5672/"),
-    );
-    set(&mut v.compute, "rabbitSsl", "false");
-    set(&mut v.compute, "caFile", PUBLIC_CA);
-    set(&mut v.compute, "sbConnection", "tcp:127.0.0.1:6642");
-    set(&mut v.compute, "sbSsl", "false");
-    set(&mut v.compute, "serviceUser", "nova");
-    set(
-        &mut v.compute,
-        "novncproxyUrl",
-        &format!("https://{address}:6080/vnc_auto.html"),
-    );
-    set(&mut v.compute, "interface", "internal");
-    set(&mut v.compute, "metadataHost", "127.0.0.1");
-    set(&mut v.compute, "metadataProtocol", "http");
-    set(&mut v.compute, "zone", zones.central.as_str());
-    set(&mut v.compute, "configDrive", "false");
-    let nova = passwords.get("nova_service")?.expose().to_string();
-    v.password.insert("compute_service".into(), nova);
+    ComputeLink {
+        transport_url: format!("rabbit://openstack:{rabbit}@127.0.0.1:5672/"),
+        rabbit_tls: false,
+        ca_file: PUBLIC_CA.into(),
+        sb_connection: "tcp:127.0.0.1:6642".into(),
+        sb_tls: false,
+        service_user: "nova".into(),
+        service_password: passwords.get("nova_service")?.expose().to_string(),
+        novncproxy_url: format!("https://{address}:6080/vnc_auto.html"),
+        interface: Interface::Internal,
+        metadata_host: "127.0.0.1".into(),
+        metadata_tls: false,
+        zone: zones.central.to_string(),
+        config_drive: false,
+    }
+    .apply_to(&mut v);
     Ok(v)
 }

@@ -36,15 +36,23 @@ use std::sync::Arc;
 use std::time::Duration;
 use throttle::Throttle;
 
+/// What `dcn image serve` serves, where, and how.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The directory whose regular files are served.
+    pub dir: PathBuf,
+    pub listen: SocketAddr,
+    pub limits: Limits,
+    /// HTTPS with this certificate chain and key (PEM files); both or
+    /// neither.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
 /// `dcn image serve`: bind, say where, serve until killed.
-pub fn serve_images(args: &crate::cli::bmc::ImageServeArgs) -> Result<()> {
-    let limits = Limits {
-        max_connections: args.max_connections as usize,
-        max_per_client: args.max_per_client as usize,
-        ..Limits::default()
-    };
-    let mut server = ImageServer::bind(&args.dir, args.listen)?.with_limits(limits);
-    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+pub fn serve_images(opts: &ServeOptions) -> Result<()> {
+    let mut server = ImageServer::bind(&opts.dir, opts.listen)?.with_limits(opts.limits.clone());
+    if let (Some(cert), Some(key)) = (&opts.tls_cert, &opts.tls_key) {
         server = server.with_tls(tls_from_files(cert, key)?);
     }
     let addr = server.local_addr()?;

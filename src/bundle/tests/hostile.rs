@@ -67,10 +67,10 @@ fn deeply_nested_yaml_is_refused_quickly_before_the_signature() {
     // Signed by nobody: the nesting is refused before any signature check,
     // and in bounded time whatever the depth.
     let bombs = [
-        format!("formatVersion: 1\nsite: {}\n", "[".repeat(200 * 1024)),
-        format!("formatVersion: 1\nsite: {}\n", "{a: ".repeat(50 * 1024)),
+        format!("formatVersion: 2\nsite: {}\n", "[".repeat(200 * 1024)),
+        format!("formatVersion: 2\nsite: {}\n", "{a: ".repeat(50 * 1024)),
         format!(
-            "formatVersion: 1\nhosts: {}\n",
+            "formatVersion: 2\nhosts: {}\n",
             "[\"]\", ".repeat(30 * 1024)
         ),
     ];

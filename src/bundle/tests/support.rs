@@ -37,7 +37,7 @@ pub fn other_ca() -> &'static CertificateAuthority {
     CA.get_or_init(|| valid_ca("dcn other CA"))
 }
 
-pub const MANIFEST_YAML: &str = r#"formatVersion: 1
+pub const MANIFEST_YAML: &str = r#"formatVersion: 2
 site: edge1
 createdAt: 2026-09-21T14:13:20Z
 notAfter: 2026-09-22T14:13:20Z

@@ -52,7 +52,7 @@ fn bad_values_are_refused_with_their_path() {
     assert_contains(
         &err,
         &[
-            "customServiceConfig.keystone: unknown field `keystone`, expected `novaCompute` or `ovnMetadataAgent`",
+            "customServiceConfig.keystone: \"keystone\" does not run on edge hosts; the edge services are novaCompute, ovnMetadataAgent",
         ],
     );
     let err = with_manifest(|y| y.replace("    debug = true", "    debug true"));
@@ -82,18 +82,33 @@ fn bad_values_are_refused_with_their_path() {
 
 #[test]
 fn a_newer_format_version_is_refused_before_its_fields() {
-    // Version 2 may add fields; the version is what to report, not them.
-    let err = with_manifest(|y| y.replace("formatVersion: 1", "formatVersion: 2\nnewThing: 1"));
+    // Version 3 may add fields; the version is what to report, not them.
+    let err = with_manifest(|y| y.replace("formatVersion: 2", "formatVersion: 3\nnewThing: 1"));
     assert_contains(
         &err,
         &[
-            "formatVersion 2",
-            "reads only formatVersion 1",
+            "formatVersion 3",
+            "reads only formatVersion 2",
             "upgrade dcn on this host",
         ],
     );
-    let err = with_manifest(|y| y.replace("formatVersion: 1\n", ""));
+    let err = with_manifest(|y| y.replace("formatVersion: 2\n", ""));
     assert_contains(&err, &["missing field `formatVersion`"]);
+}
+
+#[test]
+fn a_version_1_bundle_is_sent_back_to_be_exported_again() {
+    // Format 1 spelled each edge service as a field; its manifest still
+    // parses as 2, so only the version can tell the operator what to do.
+    let err = with_manifest(|y| y.replace("formatVersion: 2", "formatVersion: 1"));
+    assert_contains(
+        &err,
+        &[
+            "formatVersion 1, written by an older dcn",
+            "reads only formatVersion 2",
+            "dcn bundle export --site SITE",
+        ],
+    );
 }
 
 #[test]

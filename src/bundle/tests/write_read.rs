@@ -234,7 +234,7 @@ fn inspect_shows_everything_but_the_secret() {
     assert_contains(
         &text,
         &[
-            "Join bundle for site edge1 (format 1)",
+            "Join bundle for site edge1 (format 2)",
             "2026-09-22T14:13:20Z (expires in 23h 59m)",
             "https://10.240.0.10:9443",
             "identity       https://cp.lab.example:5000/v3",

@@ -69,6 +69,7 @@ impl BmcSettings {
             trust: self.tls.server_trust()?,
             timeout,
             retry: Retry::default(),
+            credentials_from: self.credentials.origin(),
         })
     }
 
@@ -128,6 +129,19 @@ impl BmcTls {
 }
 
 impl BmcCredentials {
+    /// Where these credentials are set, for a BMC that refuses them.
+    pub fn origin(&self) -> String {
+        let password = match (&self.password_file, &self.password_env) {
+            (Some(f), _) => format!("the password in passwordFile {}", f.path().display()),
+            (None, Some(v)) => format!("the password in ${} (passwordEnv)", v.as_str()),
+            (None, None) => "a passwordFile or passwordEnv".into(),
+        };
+        format!(
+            "the node's bmc.credentials in the site inventory: username {}, and {password}",
+            self.username
+        )
+    }
+
     /// The password, from `passwordFile` (its first line; refused when
     /// other users may read the file) or `passwordEnv`.
     pub fn password(&self) -> Result<Secret> {

@@ -29,13 +29,11 @@ pub mod target;
 use super::embed;
 use super::firstboot;
 use super::mounts::Mounts;
-use crate::cli::image::InstallArgs;
 use crate::host::{Cmd, Files, Runner, SystemRunner};
 use crate::join::protocol::Phase;
 use anyhow::{Context, Result, bail};
 use progress::Progress;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// Where live-boot mounts the boot medium.
@@ -45,8 +43,20 @@ const TARGET: &str = "/mnt/dcn-target";
 /// The OS image on the medium.
 const SQUASHFS: &str = "live/filesystem.squashfs";
 
+/// What `dcn install` installs from, and what it does when done.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The boot medium: the mounted live medium (a directory), an ISO file
+    /// or a device; [`DEFAULT_MEDIUM`] on the edge ISO.
+    pub medium: PathBuf,
+    /// Consoles that show the progress too (stdout always does).
+    pub console: Vec<PathBuf>,
+    /// Stay up when done instead of rebooting.
+    pub no_reboot: bool,
+}
+
 /// Run the installer.
-pub fn run(args: &InstallArgs) -> Result<ExitCode> {
+pub fn run(args: &Options) -> Result<()> {
     let mut progress = Progress::new(&args.console);
     if !nix::unistd::geteuid().is_root() {
         bail!("dcn install must run as root; it runs by itself when the edge ISO boots");
@@ -64,7 +74,7 @@ pub fn run(args: &InstallArgs) -> Result<ExitCode> {
             if !args.no_reboot {
                 runner.run(&Cmd::new("rebooting", "systemctl").arg("reboot").unchecked())?;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         Err(e) => {
             let state = match &disk_path {
@@ -105,7 +115,7 @@ fn path_str(p: &Path) -> String {
 
 fn install(
     runner: &dyn Runner,
-    args: &InstallArgs,
+    args: &Options,
     progress: &mut Progress,
     touched: &mut Option<PathBuf>,
 ) -> Result<()> {

@@ -64,6 +64,7 @@ impl Centre {
                 placed_at: None,
                 key_pin: None,
                 ovn_ca: None,
+                config: None,
             })
             .unwrap();
     }

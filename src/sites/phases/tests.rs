@@ -46,8 +46,8 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
     elsewhere.apply(Phase::FirstBoot, None, &[], now);
     store.save(&lock, &elsewhere).unwrap();
     drop(lock);
-    reg.save_node(&crate::sites::NodeRecord {
-        hostname: "edge1-old".into(),
+    let joined = |hostname: &str, config: Option<(u64, Option<&str>)>| crate::sites::NodeRecord {
+        hostname: hostname.into(),
         site: "edge1".into(),
         address: "10.0.0.9".into(),
         joined_at: rfc3339(now),
@@ -56,12 +56,40 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
         placed_at: Some(rfc3339(now)),
         key_pin: None,
         ovn_ca: None,
+        config: config.map(|(revision, error)| {
+            Box::new(crate::sites::AppliedConfig {
+                revision,
+                reported_at: rfc3339(now),
+                error: error.map(String::from),
+            })
+        }),
+    };
+    reg.save_node(&joined("edge1-old", Some((1, None))))
+        .unwrap();
+    reg.save_node(&joined("edge1-cur", Some((2, None))))
+        .unwrap();
+    reg.save_node(&joined("edge1-sad", Some((1, Some("bad\x1b[2J ini")))))
+        .unwrap();
+    reg.save_site_config(&crate::sites::site_config::Revision {
+        revision: 2,
+        updated_at: rfc3339(now),
+        config: crate::config::SiteConfig::empty("edge1".parse().unwrap()),
     })
     .unwrap();
 
     let status = site_status(&files, "edge1", now).unwrap();
     let names: Vec<_> = status.nodes.iter().map(|n| n.hostname.as_str()).collect();
-    assert_eq!(names, ["edge1-n1", "edge1-n2", "edge1-n3", "edge1-old"]);
+    assert_eq!(
+        names,
+        [
+            "edge1-cur",
+            "edge1-n1",
+            "edge1-n2",
+            "edge1-n3",
+            "edge1-old",
+            "edge1-sad"
+        ]
+    );
     let text = status.to_string();
     let row = |host: &str| {
         text.lines()
@@ -82,6 +110,17 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
     );
     assert!(row("edge1-n3").contains("join-step"), "{text}");
     assert!(row("edge1-old").contains("placed"), "{text}");
+    // Who runs which revision of the site's config (now 2).
+    let config = |host: &str| row(host).split_whitespace().nth(5).unwrap().to_string();
+    assert!(row("edge1-old").contains(" 1 of 2 "), "{text}");
+    assert_eq!(config("edge1-cur"), "2", "{text}");
+    assert!(row("edge1-sad").contains(" 1 (failed) "), "{text}");
+    assert!(row("edge1-n1").contains(" - "), "{text}");
+    assert!(text.contains("Site config: revision 2"), "{text}");
+    assert!(
+        text.contains("edge1-sad did not apply the site config at "),
+        "{text}"
+    );
     assert!(
         text.contains("edge1-n2 failed in join-started at ")
             && text.contains("\n    line one\n    \\u{1b}]0;x\\u{7}line two\n"),
@@ -92,9 +131,11 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
         "nothing a node sent reaches the terminal raw"
     );
     let json = serde_json::to_value(&status).unwrap();
-    assert_eq!(json["nodes"][0]["silent"], true);
-    assert_eq!(json["nodes"][0]["phase"], "installer-started");
-    assert_eq!(json["nodes"][1]["lastError"]["log"][0], "line one");
+    assert_eq!(json["configRevision"], 2);
+    assert_eq!(json["nodes"][0]["config"]["revision"], 2);
+    assert_eq!(json["nodes"][1]["silent"], true);
+    assert_eq!(json["nodes"][1]["phase"], "installer-started");
+    assert_eq!(json["nodes"][2]["lastError"]["log"][0], "line one");
 
     let err = site_status(&files, "nope", now).unwrap_err();
     assert!(format!("{err}").contains("dcn site list"), "{err}");

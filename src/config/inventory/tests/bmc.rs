@@ -105,3 +105,19 @@ fn bmc_settings_become_client_options() {
     assert_eq!(opts.timeout, Duration::from_secs(5));
     assert!(crate::bmc::Client::new(&opts).is_ok());
 }
+
+/// A BMC that refuses the credentials is told where they were set: the
+/// inventory's entry, not `dcn bmc`'s flags.
+#[test]
+fn refused_credentials_name_the_inventory_entry() {
+    let file = creds(Some(Path::new("/etc/dcn/bmc/n1.pw")), None).origin();
+    assert_eq!(
+        file,
+        "the node's bmc.credentials in the site inventory: username admin, and the password in passwordFile /etc/dcn/bmc/n1.pw"
+    );
+    let env = creds(None, Some("N1_BMC_PW")).origin();
+    assert!(
+        env.ends_with("the password in $N1_BMC_PW (passwordEnv)"),
+        "{env}"
+    );
+}

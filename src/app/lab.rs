@@ -1,0 +1,111 @@
+//! `dcn lab …`: bring the local lab up and down, show its hosts, and run
+//! commands in them, restart them or cut their links.
+
+use crate::cli::{LabCommand, LinkState, OutputFormat};
+use anyhow::{Context, Result};
+use std::process::ExitCode;
+
+pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
+    match cmd {
+        LabCommand::Up(args) => {
+            let dcn_binary = std::env::current_exe().context("finding the running dcn binary")?;
+            let report = crate::lab::up(&crate::lab::UpOptions {
+                dir: args.dir.dir.clone(),
+                cache: args.cache,
+                edges: args.edges,
+                spare: args.spare,
+                edge_layer: !args.no_edge_layer,
+                dcn_binary,
+                config: args.config,
+                bare_metal: args.bare_metal,
+                bare_metal_failures: args.bare_metal_failures,
+                edge_iso: args.edge_iso,
+            })?;
+            println!("The lab is up ({:.0}s). Phases:", report.total_seconds);
+            for p in &report.phases {
+                println!("  {:<40} {:>7.1}s", p.phase, p.seconds);
+            }
+            println!(
+                "Timings are in {}.",
+                args.dir.dir.join("report.json").display()
+            );
+            if let Some(inventory) = &report.bare_metal_inventory {
+                println!(
+                    "Bare-metal site {}: inventory {} (in cp: {}). Deploy it with:\n  dcn lab exec cp -- dcn site deploy {}",
+                    crate::lab::bare_metal::SITE,
+                    inventory.display(),
+                    crate::lab::bare_metal::CP_INVENTORY,
+                    crate::lab::bare_metal::CP_INVENTORY
+                );
+            }
+            println!("Try: dcn lab exec cp -- openstack server list");
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Down(dir) => {
+            crate::lab::down(&dir.dir)?;
+            println!("The lab in {} is down.", dir.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Status { dir, output } => {
+            let status = crate::lab::status(&dir.dir)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+                OutputFormat::Text => print_lab_status(&status),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Exec { dir, host, command } => {
+            let code = crate::lab::exec(&dir.dir, &host, &command)?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        LabCommand::Restart { dir, host } => {
+            let secs = crate::lab::restart(&dir.dir, &host)?;
+            println!("{host}: restarted, systemd running after {secs:.1}s");
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Link { dir, host, state } => {
+            crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;
+            println!(
+                "{host}: link {}",
+                if state == LinkState::Up { "up" } else { "down" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_lab_status(status: &crate::lab::LabStatus) {
+    println!(
+        "{:<8} {:<11} {:<8} {:<13} {:<8} LINK",
+        "HOST", "ROLE", "SITE", "ADDRESS", "STATE"
+    );
+    for h in &status.hosts {
+        println!(
+            "{:<8} {:<11} {:<8} {:<13} {:<8} {}",
+            h.name,
+            h.role,
+            h.site.as_deref().unwrap_or("-"),
+            h.address,
+            if h.running { "running" } else { "stopped" },
+            if h.link_up { "up" } else { "down" }
+        );
+    }
+    if status.vms.is_empty() {
+        return;
+    }
+    println!(
+        "\n{:<11} {:<8} {:<13} {:<18} {:<9} SERIAL LOG",
+        "VM", "SITE", "ADDRESS", "MAC", "POWER"
+    );
+    for v in &status.vms {
+        println!(
+            "{:<11} {:<8} {:<13} {:<18} {:<9} {}",
+            v.vm.name,
+            v.vm.site,
+            v.vm.address,
+            v.vm.mac,
+            v.power,
+            v.vm.serial_log.display()
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! clap definitions of `dcn lab up|down|status|exec|restart|link`.
+
+use super::OutputFormat;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create the lab: containers, routed networks, packages, control plane
+    Up(LabUpArgs),
+    /// Remove everything the lab created (the download cache stays)
+    Down(LabDirArgs),
+    /// Show the lab's hosts
+    Status {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Run a command inside a lab host: `dcn lab exec cp -- openstack server list`
+    Exec {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
+        /// The command and its arguments
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Power a host off and boot it again (its disk is kept)
+    Restart {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
+    },
+    /// Cut or restore a host's network link, as a WAN failure would
+    Link {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
+        /// down cuts the link, up restores it
+        state: LinkState,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LabDirArgs {
+    /// The lab's directory (state, logs, report.json)
+    #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_DIR)]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    #[command(flatten)]
+    pub dir: LabDirArgs,
+    /// Number of edge sites, one host each, each on its own routed subnet
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
+    pub edges: u8,
+    /// Extra edge hosts booted but not joined, to join by hand
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
+    pub spare: u8,
+    /// Edges install their packages during `dcn join` instead of finding them preinstalled
+    #[arg(long)]
+    pub no_edge_layer: bool,
+    /// Download cache (base root filesystem, packages), kept across labs
+    #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_CACHE)]
+    pub cache: PathBuf,
+    /// StandaloneConfig for the control plane (default: the lab's own)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Bare-metal edge nodes: qemu VMs behind a Redfish BMC emulator, in site bm1
+    ///
+    /// Each node is a VM of 2 vCPUs and 3 GiB (software emulation) on the
+    /// site's own routed subnet, powered off, with a blank 16 GiB disk; the
+    /// container bm1-bmc runs libvirt and the sushy-tools emulator that
+    /// drives them. The lab writes the site's inventory to DIR/bm1.inventory.yaml
+    /// and into cp at /etc/dcn/inventory/bm1.yaml: deploy them with
+    /// `dcn lab exec cp -- dcn site deploy /etc/dcn/inventory/bm1.yaml`.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub bare_metal: u8,
+    /// Add two nodes that must fail to deploy: bm1-nodisk (its VM has no disk) and bm1-badpw (a wrong BMC password)
+    #[arg(long)]
+    pub bare_metal_failures: bool,
+    /// The generic edge ISO (`dcn image build`) bare-metal nodes boot; bound into cp for `site deploy`
+    #[arg(long, value_name = "FILE", default_value = crate::lab::bare_metal::DEFAULT_EDGE_ISO)]
+    pub edge_iso: PathBuf,
+}
+
+/// A link state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkState {
+    Up,
+    Down,
+}

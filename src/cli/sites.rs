@@ -1,0 +1,116 @@
+//! clap definitions of `dcn site …` and `dcn node …`, run on the control
+//! plane to manage edge sites and their hosts.
+
+use super::OutputFormat;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum SiteCommand {
+    /// List the edge sites, their nodes and outstanding tokens
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Show each host of a site: its phase from BMC to zone (PHASE), since when, its last report, the site config revision it runs (CONFIG) and its last error
+    ///
+    /// Hosts being deployed report each phase to the join service; a host that is not placed or failed and
+    /// reported nothing for 10 minutes shows as `silent (last: PHASE)`. CONFIG is the revision of
+    /// `dcn site config` a joined node applied: `1 of 2` while it is behind, `(failed)` when the last one
+    /// did not apply. Failed hosts' reasons and last log lines follow the table.
+    Status {
+        /// The site
+        site: crate::config::types::SiteName,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Show or change a site's service config (kind SiteConfig): site defaults and node overrides
+    ///
+    /// Without --file, prints the current revision. With --file, shows each
+    /// joined node's drop-in diffs, then saves the file as the next revision
+    /// (with --dry-run: only shows). Nodes fetch and apply it within about
+    /// 30 s, restarting only the services whose drop-in changed; a node cut
+    /// off catches up when it is back. Resolved per key as node > site >
+    /// control plane (`dcn node show HOST`).
+    Config {
+        /// The site
+        site: crate::config::types::SiteName,
+        /// The new config (kind SiteConfig, for this site)
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Show the per-node diffs; change nothing
+        #[arg(long, requires = "file")]
+        dry_run: bool,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Revoke a site: its nodes' credentials and its tokens die, its hosts lose access
+    Revoke {
+        /// The site
+        site: crate::config::types::SiteName,
+    },
+    /// Deploy an edge site from its inventory: each node's BMC boots its own ISO, which installs and joins
+    ///
+    /// On the control plane. Exports a join bundle (or reuses the last
+    /// deploy's while it is good), embeds it with each node's config into a
+    /// copy of the inventory's ISO, serves the copies, boots each node from
+    /// them through its BMC, ejects the media once the node reports its disk
+    /// written, and follows it until it is placed in the site's zone.
+    /// Progress goes to stderr, a table to stdout. Running it again resumes:
+    /// placed nodes are left alone, failed ones retried from where they
+    /// failed.
+    Deploy(SiteDeployArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SiteDeployArgs {
+    /// The site inventory (kind SiteInventory; `dcn config validate` checks it)
+    pub inventory: PathBuf,
+    /// Only these nodes (comma-separated host names)
+    #[arg(long, value_delimiter = ',', value_name = "HOST,...")]
+    pub nodes: Vec<String>,
+    /// Nodes driven at once
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    /// How long a node may take from power-on until its disk is written
+    #[arg(long, value_name = "DURATION", default_value = "60m", value_parser = humantime::parse_duration)]
+    pub install_timeout: std::time::Duration,
+    /// How long a node may take from its disk written until it is placed
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub join_timeout: std::time::Duration,
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// List the edge hosts with their health: nova-compute (COMPUTE), the OVN chassis (NETWORK) and their progress (PHASE)
+    ///
+    /// Hosts that reported progress but never joined are listed too (STATE `-`). PHASE is the last phase a
+    /// host reported (or the control plane recorded), or `silent (last: PHASE)` when it is not placed or
+    /// failed and reported nothing for 10 minutes.
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Show an edge host's resolved service config, where each value came from, and the revision it runs
+    Show {
+        /// The host name
+        hostname: String,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// On a joined edge: fetch this node's site config from the control plane and apply it
+    ///
+    /// Run every 30 s by the dcn-config-sync timer that `dcn join` installs.
+    /// Writes the drop-ins that differ, restarts the services whose drop-in
+    /// changed, and reports the revision to the control plane.
+    SyncConfig,
+    /// Remove an edge host: its credentials die, then its compute service, resource provider, aggregate membership and progress record go
+    ///
+    /// A host that only reported progress and never joined loses its progress record.
+    Remove {
+        /// The host name
+        hostname: String,
+    },
+}

@@ -1,0 +1,230 @@
+//! [`SystemRunner`]: runs a [`Cmd`] on this machine in its own process
+//! group, feeds its stdin, collects stdout and stderr, and kills the group
+//! when the timeout passes.
+
+use super::{Cmd, CmdOutput, Runner, STDERR_TAIL_LINES, check_output, tail_lines};
+use anyhow::{Context, Result, bail};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs commands on this machine.
+pub struct SystemRunner {
+    dry_run: bool,
+}
+
+impl SystemRunner {
+    pub fn new(dry_run: bool) -> SystemRunner {
+        SystemRunner { dry_run }
+    }
+}
+
+impl Runner for SystemRunner {
+    fn run(&self, cmd: &Cmd) -> Result<CmdOutput> {
+        if self.dry_run && !cmd.read_only {
+            tracing::info!("would run: {}  ({})", cmd.command_line(), cmd.description);
+            return Ok(CmdOutput::ok(""));
+        }
+        tracing::debug!(description = %cmd.description, "running: {}", cmd.command_line());
+        let started = Instant::now();
+        let out = spawn_and_wait(cmd)?;
+        tracing::debug!(
+            "finished in {:.1}s with {:?}: {}",
+            started.elapsed().as_secs_f64(),
+            out.code,
+            cmd.program
+        );
+        check_output(cmd, out)
+    }
+}
+
+fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(&cmd.program);
+    c.args(&cmd.args)
+        .env("LC_ALL", "C.UTF-8")
+        .stdin(if cmd.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so a timeout kills the children too.
+        .process_group(0);
+    for (k, v) in &cmd.env {
+        c.env(k, v);
+    }
+    for (k, v) in &cmd.secret_env {
+        c.env(k, v.expose());
+    }
+    if let Some(dir) = &cmd.cwd {
+        c.current_dir(dir);
+    }
+    let mut child = c
+        .spawn()
+        .with_context(|| format!("{}: cannot start `{}`", cmd.description, cmd.program))?;
+    let pid = child.id() as i32;
+
+    let stdin_thread = match (child.stdin.take(), &cmd.stdin) {
+        (Some(mut pipe), Some(input)) => {
+            let bytes = input.expose().as_bytes().to_vec();
+            // A broken pipe (the program exits without reading) is not our
+            // error; the exit status tells.
+            Some(std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            }))
+        }
+        _ => None,
+    };
+    let stdout = read_in_thread(child.stdout.take());
+    let stderr = read_in_thread(child.stderr.take());
+
+    let deadline = Instant::now() + cmd.timeout;
+    let mut pause = Duration::from_millis(5);
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for a command")? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+            let err_tail = tail_lines(&join_reader(stderr), STDERR_TAIL_LINES);
+            bail!(
+                "{}: `{}` did not finish within {}s and was killed{}",
+                cmd.description,
+                cmd.command_line(),
+                cmd.timeout.as_secs(),
+                if err_tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its last output:\n{err_tail}")
+                }
+            );
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    };
+    if let Some(t) = stdin_thread {
+        let _ = t.join();
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let _ = status.signal();
+    Ok(CmdOutput {
+        code: status.code(),
+        stdout: join_reader(stdout),
+        stderr: join_reader(stderr),
+    })
+}
+
+type Reader = Option<std::thread::JoinHandle<Vec<u8>>>;
+
+fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> Reader {
+    pipe.map(|mut p| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = p.read_to_end(&mut buf);
+            buf
+        })
+    })
+}
+
+fn join_reader(r: Reader) -> String {
+    r.and_then(|t| t.join().ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::Secret;
+
+    #[test]
+    fn runs_and_captures_output() {
+        let r = SystemRunner::new(false);
+        let out = r
+            .run(&Cmd::new("echo", "sh").args(["-c", "echo out; echo err >&2"]))
+            .unwrap();
+        assert_eq!(out.stdout, "out\n");
+        assert_eq!(out.stderr, "err\n");
+    }
+
+    #[test]
+    fn failure_names_description_command_and_stderr_tail() {
+        let r = SystemRunner::new(false);
+        let err = r
+            .run(&Cmd::new("checking the widget", "sh").args(["-c", "echo boom >&2; exit 3"]))
+            .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("checking the widget"), "{msg}");
+        assert!(msg.contains("exit status 3"), "{msg}");
+        assert!(msg.contains("boom"), "{msg}");
+        assert!(msg.contains("sh -c"), "{msg}");
+    }
+
+    #[test]
+    fn stdin_reaches_the_program_and_is_not_in_the_error() {
+        let r = SystemRunner::new(false);
+        let out = r
+            .run(&Cmd::new("cat", "cat").stdin(Secret::new("s3cret-value")))
+            .unwrap();
+        assert_eq!(out.stdout, "s3cret-value");
+        let err = r
+            .run(
+                &Cmd::new("fail", "sh")
+                    .args(["-c", "cat >/dev/null; exit 1"])
+                    .stdin(Secret::new("s3cret-value")),
+            )
+            .unwrap_err();
+        assert!(!format!("{err:#} {err:?}").contains("s3cret-value"));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_group() {
+        let r = SystemRunner::new(false);
+        let started = Instant::now();
+        let err = r
+            .run(
+                &Cmd::new("sleeping", "sh")
+                    .args(["-c", "sleep 30 & sleep 30"])
+                    .timeout(Duration::from_millis(300)),
+            )
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(
+            format!("{err:#}").contains("did not finish within"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn dry_run_skips_mutating_commands_only() {
+        let r = SystemRunner::new(true);
+        let out = r.run(&Cmd::new("x", "sh").args(["-c", "exit 7"])).unwrap();
+        assert!(out.success());
+        let out = r.run(&Cmd::new("x", "echo").arg("hi").read_only()).unwrap();
+        assert_eq!(out.stdout, "hi\n");
+    }
+
+    #[test]
+    fn unchecked_commands_return_their_code() {
+        let r = SystemRunner::new(false);
+        let out = r
+            .run(&Cmd::new("x", "sh").args(["-c", "exit 4"]).unchecked())
+            .unwrap();
+        assert_eq!(out.code, Some(4));
+    }
+
+    #[test]
+    fn missing_program_is_a_clear_error() {
+        let r = SystemRunner::new(false);
+        let err = r
+            .run(&Cmd::new("frobbing", "/nonexistent/frob"))
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("frobbing: cannot start `/nonexistent/frob`"));
+    }
+}

@@ -1,0 +1,262 @@
+//! `dcn node sync-config`, run on a joined edge by its `dcn-config-sync`
+//! timer: fetch this node's resolved site config from the join service
+//! with the node's own secret, write each edge service's drop-in that
+//! differs, restart the units whose drop-in changed (each once), and report
+//! the revision it runs. A node that cannot reach the centre keeps what it
+//! runs and tries again on the next tick, so one cut off during a change
+//! catches up when its WAN returns. A revision with invalid INI, or a key
+//! this node's catalogue does not know, is refused before anything changes.
+
+use super::client::JoinClient;
+use super::edge::Credentials;
+use super::protocol::{ConfigApplied, MAX_DETAIL, NodeConfigReply};
+use crate::deployment::Deployment;
+use crate::host::systemd::Systemd;
+use crate::host::{FileSpec, Host};
+use crate::recipes::Recipes;
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The join service this node joined through (written by the join).
+pub const JOIN_ENDPOINT: &str = "/var/lib/dcn/node/join-endpoint";
+/// What this node applied last: the revision and its drop-ins.
+pub const APPLIED: &str = "/var/lib/dcn/node/config.json";
+
+/// The first line of every drop-in dcn writes from `customServiceConfig`.
+pub const DROP_IN_HEADER: &str =
+    "# customServiceConfig from the dcn config: wins over dcn's settings.\n";
+
+/// The applied state, kept across runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Applied {
+    pub revision: u64,
+    /// Drop-in text by config key.
+    pub services: BTreeMap<String, String>,
+    /// Whether the centre has heard about this revision.
+    pub reported: bool,
+}
+
+impl Applied {
+    pub fn load(host: &Host) -> Result<Option<Applied>> {
+        match host.files.read_string(APPLIED)? {
+            None => Ok(None),
+            Some(t) => serde_json::from_str(&t)
+                .map(Some)
+                .with_context(|| format!("{APPLIED} is damaged")),
+        }
+    }
+
+    fn save(&self, host: &Host) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("serialisable") + "\n";
+        host.files
+            .write(APPLIED, text.as_bytes(), &FileSpec::secret())?;
+        Ok(())
+    }
+}
+
+/// What one sync did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Synced {
+    pub revision: u64,
+    /// Drop-ins written or removed.
+    pub changed: Vec<String>,
+    /// Units restarted.
+    pub restarted: Vec<String>,
+}
+
+/// Fetch, apply and report.
+pub fn sync(host: &Host) -> Result<Synced> {
+    let deployment = Deployment::load(&host.files)?
+        .filter(|d| d.site.is_some())
+        .context("this host has not joined a control plane: run `dcn join` first")?;
+    let creds = Credentials::load(&host.files)?
+        .context("this node's credentials are missing; run `dcn join` again")?;
+    let endpoint = host
+        .files
+        .read_string(JOIN_ENDPOINT)?
+        .with_context(|| format!("{JOIN_ENDPOINT} is missing; run `dcn join` again"))?;
+    let ca = host
+        .files
+        .read_string(crate::standalone::values::PUBLIC_CA)?
+        .context("the control plane's CA is missing; run `dcn join` again")?;
+    let client = JoinClient::new(endpoint.trim(), &ca)?;
+    let secret = creds.node_secret.expose();
+    let hostname = &deployment.hostname;
+    let reply = client.node_config(hostname, secret)?;
+    let recipes = crate::recipes::catalogue::embedded();
+    let applied = Applied::load(host)?.unwrap_or_default();
+    match apply(host, recipes, &reply) {
+        Ok(synced) => {
+            let mut now = Applied {
+                revision: reply.revision,
+                services: reply.services.clone(),
+                reported: applied.reported && applied.revision == reply.revision,
+            };
+            now.save(host)?;
+            if !now.reported {
+                let report = ConfigApplied {
+                    revision: reply.revision,
+                    error: None,
+                };
+                client.config_applied(hostname, secret, &report)?;
+                now.reported = true;
+                now.save(host)?;
+            }
+            Ok(synced)
+        }
+        Err(e) => {
+            let why: String = format!("{e:#}").chars().take(MAX_DETAIL).collect();
+            let report = ConfigApplied {
+                revision: applied.revision,
+                error: Some(format!("revision {}: {why}", reply.revision)),
+            };
+            if let Err(r) = client.config_applied(hostname, secret, &report) {
+                tracing::warn!("the failure was not reported: {r:#}");
+            }
+            Err(e.context(format!(
+                "site config revision {} not applied",
+                reply.revision
+            )))
+        }
+    }
+}
+
+/// Write what `reply` asks for and restart what changed. Everything is
+/// checked before the first file changes.
+pub fn apply(host: &Host, recipes: &Recipes, reply: &NodeConfigReply) -> Result<Synced> {
+    for (key, text) in &reply.services {
+        recipes
+            .config_key(key, true)
+            .map_err(|e| anyhow::anyhow!("the control plane sent {e}"))?;
+        if let Err(e) = crate::ini::Ini::parse(text) {
+            bail!("the drop-in for {key} is not valid INI, {e}");
+        }
+    }
+    let mut changed = Vec::new();
+    let mut restart: Vec<String> = Vec::new();
+    for key in recipes.edge_config_keys() {
+        let service = recipes.config_keys()[key];
+        let c = service
+            .custom_config
+            .as_ref()
+            .expect("a config key's recipe has customConfig");
+        let change = match reply.services.get(key) {
+            Some(text) => {
+                let spec = FileSpec::secret().mode(0o640).owner(&c.owner, &c.group);
+                let body = format!("{DROP_IN_HEADER}{text}");
+                host.files.write(&c.path, body.as_bytes(), &spec)?
+            }
+            None => host.files.remove(&c.path)?,
+        };
+        if change.changed() {
+            changed.push(c.path.clone());
+            for unit in c.restarts.as_ref().unwrap_or(&service.units) {
+                if !restart.contains(unit) {
+                    restart.push(unit.clone());
+                }
+            }
+        }
+    }
+    let systemd = Systemd::new(host.runner.as_ref());
+    for unit in &restart {
+        tracing::info!("restarting {unit}: its drop-in changed");
+        systemd.restart(unit)?;
+    }
+    Ok(Synced {
+        revision: reply.revision,
+        changed,
+        restarted: restart,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::RecordingRunner;
+    use std::sync::Arc;
+
+    fn reply(revision: u64, services: &[(&str, &str)]) -> NodeConfigReply {
+        NodeConfigReply {
+            revision,
+            services: services
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn only_changed_drop_ins_are_written_and_only_their_units_restart_once() {
+        let root = tempfile::tempdir().unwrap();
+        // The drop-ins belong to the services' groups.
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        std::fs::write(
+            root.path().join("etc/passwd"),
+            "root:x:0:0::/root:/bin/sh\n",
+        )
+        .unwrap();
+        std::fs::write(root.path().join("etc/group"), "root:x:0:\nnova:x:64060:\n").unwrap();
+        let runner = Arc::new(RecordingRunner::default());
+        let host = Host::with_runner(root.path(), runner.clone(), false);
+        let recipes = crate::recipes::catalogue::embedded();
+        let path = "/etc/nova/nova-compute.conf.d/90-custom.conf";
+
+        let s = apply(
+            &host,
+            recipes,
+            &reply(1, &[("novaCompute", "[DEFAULT]\ndebug = true\n")]),
+        )
+        .unwrap();
+        assert_eq!(s.changed, [path]);
+        // nova-compute only: libvirtd does not read nova's drop-ins.
+        assert_eq!(s.restarted, ["nova-compute.service"]);
+        let text = host.files.read_string(path).unwrap().unwrap();
+        assert!(
+            text.starts_with(DROP_IN_HEADER) && text.ends_with("debug = true\n"),
+            "{text}"
+        );
+
+        // The same revision again changes nothing and restarts nothing.
+        let before = runner.calls().len();
+        let s = apply(
+            &host,
+            recipes,
+            &reply(1, &[("novaCompute", "[DEFAULT]\ndebug = true\n")]),
+        )
+        .unwrap();
+        assert!(s.changed.is_empty() && s.restarted.is_empty());
+        assert_eq!(runner.calls().len(), before);
+
+        // A revision without it removes the drop-in and restarts again.
+        let s = apply(&host, recipes, &reply(2, &[])).unwrap();
+        assert_eq!((s.changed.len(), s.restarted.len()), (1, 1));
+        assert!(!host.files.exists(path).unwrap());
+    }
+
+    #[test]
+    fn invalid_ini_or_an_unknown_service_changes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let runner = Arc::new(RecordingRunner::default());
+        let host = Host::with_runner(root.path(), runner.clone(), false);
+        let recipes = crate::recipes::catalogue::embedded();
+        let good = ("novaCompute", "[DEFAULT]\ndebug = true\n");
+        for bad in [
+            ("ovnMetadataAgent", "debug = true\n"),
+            ("nova", "[DEFAULT]\n"),
+        ] {
+            let e = apply(&host, recipes, &reply(3, &[good, bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(bad.0), "{e}");
+            assert!(
+                !host
+                    .files
+                    .exists("/etc/nova/nova-compute.conf.d/90-custom.conf")
+                    .unwrap()
+            );
+            assert!(runner.calls().is_empty());
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Booting the lab's hosts: each one's layered root filesystem, its
+//! identity (host name, hosts file, site config) and its container.
+
+use super::state::{HostState, LabState};
+use super::{REPO_MOUNT, UpOptions, bare_metal, container, net, rootfs};
+use crate::host::command::Runner;
+use anyhow::Result;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What the containers are made of: the base root filesystem, the edge
+/// layer (when made) and the package repository.
+pub(super) struct Layers<'a> {
+    pub(super) base: &'a Path,
+    pub(super) edge: Option<&'a Path>,
+    pub(super) repo: &'a Path,
+}
+
+pub(super) fn boot_all(
+    runner: &dyn Runner,
+    opts: &UpOptions,
+    layers: Layers<'_>,
+    config_text: &str,
+    bm: Option<(&bare_metal::Site, &bare_metal::Material)>,
+    state: &mut LabState,
+) -> Result<()> {
+    let hosts_file = hosts_file(state);
+    let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
+    for name in names {
+        let host_dir = opts.dir.join("hosts").join(&name);
+        let role = state.host(&name)?.role.clone();
+        let (base, edge_layer) = (layers.base, layers.edge);
+        let lowers: Vec<&Path> = match (role.as_str(), edge_layer) {
+            ("controller", _) | (_, None) => vec![base],
+            ("edge", Some(_)) if !opts.edge_layer => vec![base],
+            (_, Some(layer)) => vec![layer, base],
+        };
+        let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
+        state.mounts.push(rootfs.clone());
+        state.host_mut(&name).expect("planned").rootfs = rootfs.clone();
+        state.save(&opts.dir)?;
+        seed(&rootfs, &name, &hosts_file)?;
+        if name == "cp" {
+            std::fs::create_dir_all(rootfs.join("etc/dcn"))?;
+            std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
+        }
+        if let Some((site, m)) = bm {
+            if name == "cp" {
+                let cp = net::HostNet::new("cp", 0).address;
+                bare_metal::seed_control_plane(&rootfs, &opts.dir, site, m, cp)?;
+            } else if role == bare_metal::BMC_ROLE {
+                bare_metal::seed_bmc(runner, &rootfs, site, m, &opts.dir)?;
+            }
+        }
+        std::fs::create_dir_all(opts.dir.join("logs"))?;
+        state.dcn_binary = opts.dcn_binary.clone();
+        state.repo = layers.repo.to_path_buf();
+        let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
+        let t = Instant::now();
+        let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;
+        tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
+        let h = state.host_mut(&name).expect("planned");
+        h.nspawn_pid = Some(nspawn);
+        h.init_pid = Some(init);
+        state.save(&opts.dir)?;
+    }
+    Ok(())
+}
+
+/// How to boot a lab host's container.
+pub(super) fn container_spec(
+    dir: &Path,
+    state: &LabState,
+    h: &HostState,
+) -> Result<container::ContainerSpec> {
+    let mut binds_ro = vec![
+        (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
+        (state.repo.clone(), REPO_MOUNT.into()),
+    ];
+    let (ro, binds) = bare_metal::binds(dir, state, &h.role);
+    binds_ro.extend(ro);
+    Ok(container::ContainerSpec {
+        name: h.name.clone(),
+        rootfs: h.rootfs.clone(),
+        netns: h.netns.clone(),
+        binds_ro,
+        binds,
+        log: dir.join("logs").join(format!("{}.console.log", h.name)),
+    })
+}
+
+/// /etc/hosts entries for every lab host.
+fn hosts_file(state: &LabState) -> String {
+    let mut s = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    for h in &state.hosts {
+        s.push_str(&format!("{}\t{}\n", h.address, h.name));
+    }
+    s
+}
+
+/// A container's own identity: host name (before anything installs: RabbitMQ
+/// derives its node name from it) and hosts file.
+fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
+    std::fs::write(rootfs.join("etc/hostname"), format!("{name}\n"))?;
+    std::fs::write(rootfs.join("etc/hosts"), hosts)?;
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! Uploading the guest to the control plane: kernel, ramdisk and root disk
+//! images, the flavor and the lab network, under the names below.
+
+use super::GuestImage;
+use crate::host::{Cmd, Runner};
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::time::Duration;
+
+/// Names of what the lab uploads.
+pub const IMAGE: &str = "dcn-guest";
+pub const FLAVOR: &str = "dcn.guest";
+pub const NETWORK: &str = "lab";
+const SUBNET_RANGE: &str = "192.168.77.0/24";
+/// Kernel command line: the serial console is what nova logs.
+const COMMAND_LINE: &str = "console=ttyS0 quiet";
+
+/// Upload the guest to the control plane (through `cp`, a runner inside
+/// it, whose root directory is `cp_rootfs` on this host): kernel, ramdisk
+/// and a small root disk that names them, a flavor, and a network.
+pub fn upload(cp: &dyn Runner, cp_rootfs: &Path, guest: &GuestImage) -> Result<()> {
+    let inside = "/var/lib/dcn-lab-guest";
+    let dir = cp_rootfs.join(inside.trim_start_matches('/'));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::copy(&guest.kernel, dir.join("vmlinuz"))?;
+    std::fs::copy(&guest.initrd, dir.join("initrd.img"))?;
+    // The root disk holds nothing: the guest lives in its initramfs.
+    std::fs::write(dir.join("disk.raw"), vec![0u8; 1 << 20])?;
+    let os = |what: &str, args: &[&str]| -> Result<String> {
+        let out = cp.run(
+            &Cmd::new(what, "openstack")
+                .args(args.iter().copied())
+                .env("OS_CLOUD", "dcn")
+                .timeout(Duration::from_secs(300)),
+        )?;
+        Ok(out.stdout.trim().to_string())
+    };
+    let kernel = os(
+        "uploading the guest kernel",
+        &[
+            "image",
+            "create",
+            "--disk-format",
+            "aki",
+            "--container-format",
+            "aki",
+            "--public",
+            "--file",
+            &format!("{inside}/vmlinuz"),
+            "-f",
+            "value",
+            "-c",
+            "id",
+            &format!("{IMAGE}-kernel"),
+        ],
+    )?;
+    let ramdisk = os(
+        "uploading the guest ramdisk",
+        &[
+            "image",
+            "create",
+            "--disk-format",
+            "ari",
+            "--container-format",
+            "ari",
+            "--public",
+            "--file",
+            &format!("{inside}/initrd.img"),
+            "-f",
+            "value",
+            "-c",
+            "id",
+            &format!("{IMAGE}-initrd"),
+        ],
+    )?;
+    os(
+        "uploading the guest image",
+        &[
+            "image",
+            "create",
+            "--disk-format",
+            "raw",
+            "--container-format",
+            "bare",
+            "--public",
+            "--file",
+            &format!("{inside}/disk.raw"),
+            "--property",
+            &format!("kernel_id={kernel}"),
+            "--property",
+            &format!("ramdisk_id={ramdisk}"),
+            "--property",
+            &format!("os_command_line={COMMAND_LINE}"),
+            IMAGE,
+        ],
+    )?;
+    os(
+        "creating the guest flavor",
+        &[
+            "flavor", "create", "--ram", "128", "--disk", "1", "--vcpus", "1", "--public", FLAVOR,
+        ],
+    )?;
+    os(
+        "creating the lab network",
+        &["network", "create", "--share", NETWORK],
+    )?;
+    os(
+        "creating the lab subnet",
+        &[
+            "subnet",
+            "create",
+            "--network",
+            NETWORK,
+            "--subnet-range",
+            SUBNET_RANGE,
+            &format!("{NETWORK}-subnet"),
+        ],
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
