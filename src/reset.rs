@@ -86,11 +86,12 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         }
     }
     // Units, in reverse start order.
+    let stopping = Systemd::new(runner).timeout(Duration::from_secs(120));
     for s in services.iter().rev() {
         for u in s.units.iter().rev() {
-            run(Cmd::new(format!("stopping {u}"), "systemctl")
-                .args(["disable", "--now", "--quiet", u])
-                .timeout(Duration::from_secs(120)));
+            if let Err(e) = stopping.stop_for_good(u) {
+                tracing::warn!("{e:#}");
+            }
             report.units.push(u.clone());
         }
     }
