@@ -114,19 +114,12 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         packages.sort();
         packages.dedup();
         report.packages = packages.len();
-        runner.run(
-            &Cmd::new("purging the packages", "apt-get")
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .args(["-q", "-y", "purge"])
-                .args(packages)
-                .timeout(Duration::from_secs(1800)),
-        )?;
-        runner.run(
-            &Cmd::new("removing packages nothing needs any more", "apt-get")
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .args(["-q", "-y", "autoremove", "--purge"])
-                .timeout(Duration::from_secs(1800)),
-        )?;
+        crate::host::apt::Apt::new(
+            runner,
+            &host.files,
+            crate::config::types::PackageSource::Mirror,
+        )
+        .purge(&packages)?;
     }
     // Files dcn wrote for operators (not theirs, such as a site.yaml next to
     // them), then dcn's own state (secrets, CA, journal) last.

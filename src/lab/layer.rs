@@ -10,7 +10,6 @@ use crate::host::{Cmd, CmdOutput, Files, Runner, SystemRunner};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Runs commands in a root directory with a non-booted systemd-nspawn.
 struct NspawnRunner {
@@ -94,11 +93,8 @@ pub fn ensure_edge_layer(
         );
         apt.update()?;
         apt.install(packages, false)?;
-        nspawn.run(
-            &Cmd::new("cleaning apt's cache in the edge layer", "apt-get")
-                .arg("clean")
-                .timeout(Duration::from_secs(120)),
-        )?;
+        apt.clean()
+            .context("cleaning apt's cache in the edge layer")?;
         // Installed, not started: units the packages enabled would start
         // unconfigured at boot (nova-compute then hangs until systemd's
         // start timeout). `dcn join` enables what it configured. Not every
