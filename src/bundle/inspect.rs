@@ -2,12 +2,12 @@
 //! inspect` view, as text (`Display`) or JSON (`Serialize`).
 
 use super::manifest::HostsEntry;
-use std::collections::BTreeMap;
 use super::reader::VerifiedBundle;
 use crate::pki::CertInfo;
 use crate::terminal_text::sanitize;
 use crate::timefmt;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::SystemTime;
 

@@ -21,9 +21,7 @@ mod writer;
 
 pub use error::BundleError;
 pub use inspect::{CustomConfig, Inspection};
-pub use manifest::{
-    ControlPlaneInfo, CustomServiceConfig, HostsEntry, Manifest, ManifestProblem,
-};
+pub use manifest::{ControlPlaneInfo, CustomServiceConfig, HostsEntry, Manifest, ManifestProblem};
 pub use reader::{ReadOptions, VerifiedBundle, parse_manifest, read_bundle, read_bundle_file};
 pub use token::{JoinToken, TOKEN_ID_LENGTH, TOKEN_SECRET_LENGTH, TokenError};
 pub use values::{HttpsUrl, Sha256Digest, TlsEndpoint};

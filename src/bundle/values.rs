@@ -55,10 +55,7 @@ impl TlsEndpoint {
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let (host, port) = match authority.find(']') {
-            Some(end) => (
-                &authority[..=end],
-                authority[end + 1..].strip_prefix(':'),
-            ),
+            Some(end) => (&authority[..=end], authority[end + 1..].strip_prefix(':')),
             None => match authority.split_once(':') {
                 Some((h, p)) => (h, Some(p)),
                 None => (authority, None),
@@ -248,14 +245,22 @@ mod tests {
         let cases = [
             ("ssl:10.240.0.10:6642", "ssl", "10.240.0.10:6642"),
             ("ssl:[fd00::10]:6642", "ssl", "[fd00::10]:6642"),
-            ("amqps://cp.lab.example:5671", "amqps", "cp.lab.example:5671"),
+            (
+                "amqps://cp.lab.example:5671",
+                "amqps",
+                "cp.lab.example:5671",
+            ),
             ("amqps://cp.lab.example/", "amqps", "cp.lab.example:5671"),
             ("https://cp:8774/v2.1", "https", "cp:8774"),
             ("https://[fd00::10]/x?y", "https", "[fd00::10]:443"),
         ];
         for (text, scheme, host_port) in cases {
             let e: TlsEndpoint = text.parse().unwrap();
-            assert_eq!((e.scheme(), e.host_port().as_str()), (scheme, host_port), "{text}");
+            assert_eq!(
+                (e.scheme(), e.host_port().as_str()),
+                (scheme, host_port),
+                "{text}"
+            );
         }
         for bad in [
             "tcp:10.0.0.1:6642",

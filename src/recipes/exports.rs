@@ -30,7 +30,14 @@ impl Recipes {
             let declared = s.exports.iter().map(|(n, t)| (n.as_str(), t.as_str()));
             for (name, template) in catalog.chain(declared) {
                 let service = s.service.as_str();
-                out.insert(name, Export { name, service, template });
+                out.insert(
+                    name,
+                    Export {
+                        name,
+                        service,
+                        template,
+                    },
+                );
             }
         }
         out
@@ -63,7 +70,10 @@ pub(super) fn check_unique(recipes: &Recipes) -> Result<()> {
 /// Every export rendered with the control plane's `cp.*` values and
 /// checked (TLS only). Only `cp` is given, so an export template that
 /// names anything else fails here, not on an edge.
-pub fn render(recipes: &Recipes, cp: &BTreeMap<String, String>) -> Result<BTreeMap<String, TlsEndpoint>> {
+pub fn render(
+    recipes: &Recipes,
+    cp: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, TlsEndpoint>> {
     let values = Values {
         cp: cp.clone(),
         ..Values::default()
@@ -102,9 +112,7 @@ mod tests {
     fn the_embedded_services_export_what_an_edge_reaches() {
         let recipes = Recipes::embedded().unwrap();
         let exports = render(&recipes, &cp()).unwrap();
-        let text: Vec<String> = (exports.iter())
-            .map(|(n, e)| format!("{n} {e}"))
-            .collect();
+        let text: Vec<String> = (exports.iter()).map(|(n, e)| format!("{n} {e}")).collect();
         assert_eq!(
             text,
             [
@@ -122,7 +130,10 @@ mod tests {
 
     fn with_service(yaml: &str) -> Result<Recipes> {
         let mut files = crate::recipes::tests::embedded_files();
-        files.push((format!("{}/services/extra.yaml", crate::recipes::RELEASE), yaml.into()));
+        files.push((
+            format!("{}/services/extra.yaml", crate::recipes::RELEASE),
+            yaml.into(),
+        ));
         Recipes::from_files(files)
     }
 
@@ -131,8 +142,7 @@ mod tests {
         let e = with_service(
             "service: extra\ndescription: x\nphase: services\nexports: {messaging: 'amqps://{{ cp.address }}:5672'}\n",
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         assert!(e.to_string().contains("both export \"messaging\""), "{e}");
     }
 
@@ -143,7 +153,10 @@ mod tests {
         )
         .unwrap();
         let e = format!("{:#}", render(&plain, &cp()).unwrap_err());
-        assert!(e.contains("recipe extra: export extra") && e.contains("only TLS"), "{e}");
+        assert!(
+            e.contains("recipe extra: export extra") && e.contains("only TLS"),
+            "{e}"
+        );
         let host = with_service(
             "service: extra\ndescription: x\nphase: services\nexports: {extra: 'https://{{ host.address }}:8776'}\n",
         )

@@ -242,7 +242,11 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         true,
     );
     // The bundle exports the new endpoint, as the control plane renders it.
-    let volume = manifest.control_plane.exports.get("volumev3").map(|e| e.to_string());
+    let volume = manifest
+        .control_plane
+        .exports
+        .get("volumev3")
+        .map(|e| e.to_string());
     assert_eq!(volume.as_deref(), Some("https://10.240.0.10:8776/v3"));
     let mut values = Values::default();
     values.host.insert("hostname".into(), "edge1-n1".into());

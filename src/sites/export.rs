@@ -11,8 +11,8 @@ use crate::bundle::{
     save_bundle, write_bundle,
 };
 use crate::config::StandaloneConfig;
-use crate::config::types::SiteName;
 use crate::config::types::IniText;
+use crate::config::types::SiteName;
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;

@@ -27,11 +27,7 @@ pub struct HostFacts {
 
 impl HostFacts {
     /// The `host` values of recipes: this host's name, address and facts.
-    pub fn host_values(
-        &self,
-        hostname: &str,
-        address: &str,
-    ) -> BTreeMap<String, String> {
+    pub fn host_values(&self, hostname: &str, address: &str) -> BTreeMap<String, String> {
         [
             ("hostname", hostname),
             ("address", address),
@@ -117,7 +113,11 @@ pub fn control_plane_map(
         ("centralZone", zones.central.as_str()),
         (
             "networkDefaultZone",
-            if central_chassis { zones.central.as_str() } else { "" },
+            if central_chassis {
+                zones.central.as_str()
+            } else {
+                ""
+            },
         ),
         (
             "defaultScheduleZone",

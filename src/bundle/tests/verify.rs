@@ -128,7 +128,8 @@ fn older_bundles_are_sent_back_to_be_exported_again() {
     // Format 1 spelled each edge service as a field, format 2 each
     // endpoint; only the version can tell the operator what to do.
     for old in [1, 2] {
-        let err = with_manifest(|y| y.replace("formatVersion: 3", &format!("formatVersion: {old}")));
+        let err =
+            with_manifest(|y| y.replace("formatVersion: 3", &format!("formatVersion: {old}")));
         assert_contains(
             &err,
             &[

@@ -157,7 +157,9 @@ pub(crate) fn values(
     let cp = &manifest.control_plane;
     let export = |name: &str| {
         cp.exports.get(name).with_context(|| {
-            format!("the bundle's controlPlane.exports has no {name}; export a new bundle with this dcn")
+            format!(
+                "the bundle's controlPlane.exports has no {name}; export a new bundle with this dcn"
+            )
         })
     };
     let identity = export("identity")?;
@@ -166,28 +168,29 @@ pub(crate) fn values(
         .trim_end_matches("/v3")
         .to_string();
     let ca = crate::standalone::values::PUBLIC_CA;
-    let mut v = Values::default();
-    v.export = crate::recipes::exports::as_values(&cp.exports);
-    v.cp = [
-        ("address", identity.host()),
-        ("region", cp.region.as_str()),
-        ("authUrl", &auth),
-        ("publicAuthUrl", &auth),
-        ("cafile", ca),
-    ]
-    .into_iter()
-    .map(|(k, val)| (k.to_string(), val.to_string()))
-    .collect();
-    v.host = facts.host_values(hostname, &address.to_string());
-    v.roles = vec!["edge".into()];
-    v.network = [
-        ("encapsulation", "geneve"),
-        ("bridgeMappings", "physnet1:br-ex"),
-        ("bridges", "br-ex"),
-    ]
-    .into_iter()
-    .map(|(k, val)| (k.to_string(), val.to_string()))
-    .collect();
+    let strings = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        (pairs.iter())
+            .map(|(k, val)| (k.to_string(), val.to_string()))
+            .collect()
+    };
+    let mut v = Values {
+        export: crate::recipes::exports::as_values(&cp.exports),
+        cp: strings(&[
+            ("address", identity.host()),
+            ("region", cp.region.as_str()),
+            ("authUrl", &auth),
+            ("publicAuthUrl", &auth),
+            ("cafile", ca),
+        ]),
+        host: facts.host_values(hostname, &address.to_string()),
+        roles: vec!["edge".into()],
+        network: strings(&[
+            ("encapsulation", "geneve"),
+            ("bridgeMappings", "physnet1:br-ex"),
+            ("bridges", "br-ex"),
+        ]),
+        ..Values::default()
+    };
     v.password.insert(
         "metadata_secret".into(),
         creds.metadata_secret.expose().into(),
