@@ -73,10 +73,7 @@ fn one_address_cannot_hold_every_connection() {
     let cp = ControlPlane::start(join_server::serve);
     // The default share of one address (Limits::default().per_address).
     let share = 16;
-    // Not 127.0.0.1: `start`'s readiness probe came from there, and its
-    // place may not be given back yet on a loaded machine, which would
-    // take one of the share and leave the one over it open.
-    let me = std::net::Ipv4Addr::new(127, 0, 0, 5);
+    let me = std::net::Ipv4Addr::LOCALHOST;
     let _held: Vec<_> = (0..share).map(|_| cp.tcp_from(me).unwrap()).collect();
     let mut more = cp.tcp_from(me).unwrap();
     more.set_read_timeout(Some(std::time::Duration::from_secs(3)))
