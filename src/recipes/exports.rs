@@ -21,26 +21,25 @@ pub struct Export<'a> {
     pub template: &'a str,
 }
 
+/// Every export every service declares, in service order, duplicates
+/// included: its catalog entry's public URL under its service type, then
+/// its `exports:` lines.
+fn declared(recipes: &Recipes) -> impl Iterator<Item = Export<'_>> {
+    recipes.services.values().flat_map(|s| {
+        let catalog = s.identity.iter().map(|i| (i.kind.as_str(), i.url.as_str()));
+        let lines = s.exports.iter().map(|(n, t)| (n.as_str(), t.as_str()));
+        catalog.chain(lines).map(|(name, template)| Export {
+            name,
+            service: s.service.as_str(),
+            template,
+        })
+    })
+}
+
 impl Recipes {
     /// Every export of every service, by name.
     pub fn exports(&self) -> BTreeMap<&str, Export<'_>> {
-        let mut out = BTreeMap::new();
-        for s in self.services.values() {
-            let catalog = s.identity.iter().map(|i| (i.kind.as_str(), i.url.as_str()));
-            let declared = s.exports.iter().map(|(n, t)| (n.as_str(), t.as_str()));
-            for (name, template) in catalog.chain(declared) {
-                let service = s.service.as_str();
-                out.insert(
-                    name,
-                    Export {
-                        name,
-                        service,
-                        template,
-                    },
-                );
-            }
-        }
-        out
+        declared(self).map(|e| (e.name, e)).collect()
     }
 
     /// The export names, sorted, for messages.
@@ -53,15 +52,13 @@ impl Recipes {
 /// entry and an `exports:` line).
 pub(super) fn check_unique(recipes: &Recipes) -> Result<()> {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-    for s in recipes.services.values() {
-        let catalog = s.identity.iter().map(|i| i.kind.as_str());
-        for name in catalog.chain(s.exports.keys().map(String::as_str)) {
-            if let Some(other) = seen.insert(name, &s.service) {
-                bail!(
-                    "services {other} and {} both export {name:?} (a catalog entry exports its service type)",
-                    s.service
-                );
-            }
+    for e in declared(recipes) {
+        if let Some(other) = seen.insert(e.name, e.service) {
+            bail!(
+                "services {other} and {} both export {:?} (a catalog entry exports its service type)",
+                e.service,
+                e.name
+            );
         }
     }
     Ok(())

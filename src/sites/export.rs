@@ -144,7 +144,6 @@ pub(crate) fn manifest(
         s.parse().map_err(|e| anyhow!("{e}"))
     }
     let a = &deployment.address;
-    let https = |rest: &str| parse::<HttpsUrl>(format!("https://{a}:{rest}"));
     let edge_keys = recipes.edge_config_keys();
     let cp = crate::standalone::values::control_plane_map(config, &deployment.hostname, a);
     Ok(Manifest {
@@ -153,7 +152,10 @@ pub(crate) fn manifest(
         created_at,
         not_after,
         control_plane: ControlPlaneInfo {
-            join_endpoint: https(&config.control_plane.join_port.0.to_string())?,
+            join_endpoint: parse::<HttpsUrl>(format!(
+                "https://{a}:{}",
+                config.control_plane.join_port.0
+            ))?,
             region: config.control_plane.region.clone(),
             exports: crate::recipes::exports::render(recipes, &cp)?,
         },
