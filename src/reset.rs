@@ -86,11 +86,12 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         }
     }
     // Units, in reverse start order.
+    let stopping = Systemd::new(runner).timeout(Duration::from_secs(120));
     for s in services.iter().rev() {
         for u in s.units.iter().rev() {
-            run(Cmd::new(format!("stopping {u}"), "systemctl")
-                .args(["disable", "--now", "--quiet", u])
-                .timeout(Duration::from_secs(120)));
+            if let Err(e) = stopping.stop_for_good(u) {
+                tracing::warn!("{e:#}");
+            }
             report.units.push(u.clone());
         }
     }
@@ -113,19 +114,12 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         packages.sort();
         packages.dedup();
         report.packages = packages.len();
-        runner.run(
-            &Cmd::new("purging the packages", "apt-get")
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .args(["-q", "-y", "purge"])
-                .args(packages)
-                .timeout(Duration::from_secs(1800)),
-        )?;
-        runner.run(
-            &Cmd::new("removing packages nothing needs any more", "apt-get")
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .args(["-q", "-y", "autoremove", "--purge"])
-                .timeout(Duration::from_secs(1800)),
-        )?;
+        crate::host::apt::Apt::new(
+            runner,
+            &host.files,
+            crate::config::types::PackageSource::Mirror,
+        )
+        .purge(&packages)?;
     }
     // Files dcn wrote for operators (not theirs, such as a site.yaml next to
     // them), then dcn's own state (secrets, CA, journal) last.

@@ -148,26 +148,25 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
                 OutputFormat::Text => print!("{view}"),
             }
         }
-        NodeCommand::SyncConfig => {
-            let synced = crate::join::config_sync::sync(&host)?;
-            if synced.changed.is_empty() {
-                println!(
-                    "site config revision {}: nothing to change",
-                    synced.revision
-                );
-            } else {
-                println!(
-                    "site config revision {} applied: wrote {}; restarted {}",
-                    synced.revision,
-                    synced.changed.join(", "),
-                    if synced.restarted.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        synced.restarted.join(", ")
-                    }
-                );
-            }
-        }
+        NodeCommand::SyncConfig => match crate::join::config_sync::sync(&host)? {
+            None => println!(
+                "a dcn join is running on this host; the next sync applies the site config"
+            ),
+            Some(synced) if synced.changed.is_empty() => println!(
+                "site config revision {}: nothing to change",
+                synced.revision
+            ),
+            Some(synced) => println!(
+                "site config revision {} applied: wrote {}; restarted {}",
+                synced.revision,
+                synced.changed.join(", "),
+                if synced.restarted.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    synced.restarted.join(", ")
+                }
+            ),
+        },
         NodeCommand::Remove { hostname } => {
             match crate::sites::admin::remove_node(&host, &hostname)? {
                 Removed::Node => println!(

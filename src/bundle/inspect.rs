@@ -1,12 +1,13 @@
 //! What a bundle holds, with the token's secret redacted: the `dcn bundle
 //! inspect` view, as text (`Display`) or JSON (`Serialize`).
 
-use super::manifest::{Endpoints, HostsEntry, Messaging};
+use super::manifest::HostsEntry;
 use super::reader::VerifiedBundle;
 use crate::pki::CertInfo;
 use crate::terminal_text::sanitize;
 use crate::timefmt;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::SystemTime;
 
@@ -23,9 +24,8 @@ pub struct Inspection {
     pub expiry: String,
     pub join_endpoint: String,
     pub region: String,
-    pub endpoints: Endpoints,
-    pub messaging: Messaging,
-    pub ovn_southbound: String,
+    /// What the control plane exports to edges, by export name.
+    pub exports: BTreeMap<String, String>,
     pub hosts: Vec<HostsEntry>,
     pub custom_service_config: Vec<CustomConfig>,
     pub token_id: String,
@@ -71,9 +71,7 @@ impl VerifiedBundle {
             expiry,
             join_endpoint: m.control_plane.join_endpoint.to_string(),
             region: m.control_plane.region.to_string(),
-            endpoints: m.control_plane.endpoints.clone(),
-            messaging: m.control_plane.messaging.clone(),
-            ovn_southbound: m.control_plane.ovn_southbound.to_string(),
+            exports: crate::recipes::exports::as_values(&m.control_plane.exports),
             hosts: m.hosts.clone(),
             custom_service_config: m
                 .custom_service_config
@@ -119,20 +117,10 @@ impl fmt::Display for Inspection {
         }
         writeln!(f, "  Join endpoint:   {}", sanitize(&self.join_endpoint))?;
         writeln!(f, "  Region:          {}", sanitize(&self.region))?;
-        writeln!(f, "  Endpoints:")?;
-        for (service, url) in self.endpoints.iter() {
-            writeln!(f, "    {service:<14} {}", sanitize(url))?;
+        writeln!(f, "  Exports:")?;
+        for (name, endpoint) in &self.exports {
+            writeln!(f, "    {name:<14} {}", sanitize(endpoint))?;
         }
-        let m = &self.messaging;
-        let tls = if m.tls { "TLS" } else { "no TLS" };
-        let host = m.host.to_string();
-        writeln!(
-            f,
-            "  Messaging:       {}:{} ({tls})",
-            sanitize(&host),
-            m.port.0
-        )?;
-        writeln!(f, "  OVN southbound:  {}", sanitize(&self.ovn_southbound))?;
         if self.hosts.is_empty() {
             writeln!(f, "  /etc/hosts:      (none)")?;
         } else {

@@ -2,9 +2,9 @@
 //! and its site. Field names are camelCase; unknown fields are refused.
 //! `docs/bundle-format.md` describes every field.
 
-use super::values::{HttpsUrl, NetHost, OvnRemote, Sha256Digest, WebUrl, timestamp};
+use super::values::{HttpsUrl, Sha256Digest, TlsEndpoint, timestamp};
 use super::{DIGESTED_MEMBERS, FORMAT_VERSION, token};
-use crate::config::types::{Hostname, IniText, Port, RegionName, SiteName};
+use crate::config::types::{Hostname, IniText, RegionName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -56,49 +56,10 @@ pub struct ControlPlaneInfo {
     pub join_endpoint: HttpsUrl,
     /// Keystone region of every endpoint.
     pub region: RegionName,
-    pub endpoints: Endpoints,
-    pub messaging: Messaging,
-    /// The OVN southbound database, e.g. `ssl:10.240.0.10:6642`.
-    pub ovn_southbound: OvnRemote,
-}
-
-/// Public URLs of the services an edge compute talks to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Endpoints {
-    pub identity: HttpsUrl,
-    pub placement: HttpsUrl,
-    pub compute: HttpsUrl,
-    pub image: HttpsUrl,
-    pub network: HttpsUrl,
-    /// The VNC console's base URL (`[vnc] novncproxy_base_url`).
-    pub novncproxy: WebUrl,
-}
-
-impl Endpoints {
-    /// (service type, URL) pairs in manifest order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        [
-            ("identity", self.identity.as_str()),
-            ("placement", self.placement.as_str()),
-            ("compute", self.compute.as_str()),
-            ("image", self.image.as_str()),
-            ("network", self.network.as_str()),
-            ("novncproxy", self.novncproxy.as_str()),
-        ]
-        .into_iter()
-    }
-}
-
-/// The RabbitMQ listener for edge RPC.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Messaging {
-    pub host: NetHost,
-    /// 5671 (AMQPS) on a dcn control plane.
-    pub port: Port,
-    /// Whether to use TLS; dcn always writes `true`.
-    pub tls: bool,
+    /// What the control plane's services export to edges, by export name
+    /// (`identity`, `messaging`, `ovnSouthbound`, …): exactly the exports
+    /// of the service catalogue (see `crate::recipes::exports`).
+    pub exports: BTreeMap<String, TlsEndpoint>,
 }
 
 /// One /etc/hosts line.
@@ -149,6 +110,22 @@ impl Manifest {
         for key in self.custom_service_config.keys() {
             if let Err(e) = recipes.config_key(key, true) {
                 return problem(&format!("customServiceConfig.{key}"), e);
+            }
+        }
+        let exports = recipes.export_names();
+        for name in self.control_plane.exports.keys() {
+            if !exports.contains(&name.as_str()) {
+                let msg = format!(
+                    "is not an export of this dcn's service catalogue; it exports {}",
+                    exports.join(", ")
+                );
+                return problem(&format!("controlPlane.exports.{name}"), msg);
+            }
+        }
+        for name in exports {
+            if !self.control_plane.exports.contains_key(name) {
+                let msg = format!("does not list {name}, which edges of this dcn need");
+                return problem("controlPlane.exports", msg);
             }
         }
         if self.not_after <= self.created_at {

@@ -1,4 +1,4 @@
-//! The join bundle, format 2: everything an edge host needs to join the
+//! The join bundle, format 3: everything an edge host needs to join the
 //! control plane, as a gzip'd tar of four members: `manifest.yaml`,
 //! `ca.crt`, `token` and `manifest.sig` (the CA's signature over the
 //! manifest, which lists the digests of `ca.crt` and `token`).
@@ -21,20 +21,19 @@ mod writer;
 
 pub use error::BundleError;
 pub use inspect::{CustomConfig, Inspection};
-pub use manifest::{
-    ControlPlaneInfo, CustomServiceConfig, Endpoints, HostsEntry, Manifest, ManifestProblem,
-    Messaging,
-};
+pub use manifest::{ControlPlaneInfo, CustomServiceConfig, HostsEntry, Manifest, ManifestProblem};
 pub use reader::{ReadOptions, VerifiedBundle, parse_manifest, read_bundle, read_bundle_file};
 pub use token::{JoinToken, TOKEN_ID_LENGTH, TOKEN_SECRET_LENGTH, TokenError};
-pub use values::{HttpsUrl, NetHost, OvnRemote, Sha256Digest, WebUrl};
+pub use values::{HttpsUrl, Sha256Digest, TlsEndpoint};
 pub use writer::{BUNDLE_MODE, save_bundle, write_bundle};
 
 /// The bundle format this dcn writes, and the only one it reads.
 ///
 /// 2: `customServiceConfig` is a map by the recipes' config keys (1 had
 /// a fixed field per edge service).
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: `controlPlane.exports` is a map by the recipes' export names (2 had
+/// fixed `endpoints`, `messaging` and `ovnSouthbound` fields).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Member names, in the order they are written.
 pub const MANIFEST: &str = "manifest.yaml";

@@ -15,24 +15,64 @@ crate::config::types::string_newtype!(
 );
 
 crate::config::types::string_newtype!(
-    /// An `http://` or `https://` URL, for the VNC console's base URL, which
-    /// is what a browser opens rather than where an edge sends credentials.
-    WebUrl,
-    |s| check_url(s, &["https", "http"])
+    /// Where an edge reaches a control-plane service over the WAN: an
+    /// `https://` or `amqps://` URL, or an OVN database remote
+    /// `ssl:<host>:<port>` (an IPv6 address in brackets). Only TLS: the
+    /// edge sends its site's credentials there.
+    TlsEndpoint,
+    check_tls_endpoint
 );
 
-crate::config::types::string_newtype!(
-    /// A host name or an IP address.
-    NetHost,
-    |s| check_host(s).map_err(|why| format!("invalid host {s:?}: {why}"))
-);
+impl TlsEndpoint {
+    /// `ssl`, `https` or `amqps`.
+    pub fn scheme(&self) -> &str {
+        self.split().0
+    }
 
-crate::config::types::string_newtype!(
-    /// An OVN database remote over TLS: `ssl:<host>:<port>`, with an IPv6
-    /// address in brackets (`ssl:[fd00::10]:6642`).
-    OvnRemote,
-    check_ovn_remote
-);
+    /// The host as written (an IPv6 address keeps its brackets).
+    pub fn host(&self) -> &str {
+        self.split().1
+    }
+
+    /// The port, or the scheme's default (443 for https, 5671 for amqps).
+    pub fn port(&self) -> u16 {
+        let (scheme, _, port) = self.split();
+        port.and_then(|p| p.parse().ok())
+            .unwrap_or(if scheme == "amqps" { 5671 } else { 443 })
+    }
+
+    /// `host:port`, for a TCP connection.
+    pub fn host_port(&self) -> String {
+        format!("{}:{}", self.host(), self.port())
+    }
+
+    /// (scheme, host, port if written); the value was checked on creation.
+    fn split(&self) -> (&str, &str, Option<&str>) {
+        let s = self.as_str();
+        let (scheme, rest) = match s.split_once("://") {
+            Some(parts) => parts,
+            None => s.split_once(':').unwrap_or((s, "")),
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let (host, port) = match authority.find(']') {
+            Some(end) => (&authority[..=end], authority[end + 1..].strip_prefix(':')),
+            None => match authority.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            },
+        };
+        (scheme, host, port)
+    }
+}
+
+fn check_tls_endpoint(s: &str) -> Result<(), String> {
+    if s.starts_with("ssl:") {
+        return check_ovn_remote(s);
+    }
+    check_url(s, &["https", "amqps"]).map_err(|e| {
+        format!("{e} (an edge sends credentials there over the WAN, so only TLS is accepted: https://, amqps:// or ssl:<host>:<port>)")
+    })
+}
 
 /// Longest URL accepted; real ones are a few dozen characters.
 const MAX_URL_LENGTH: usize = 2048;
@@ -198,25 +238,45 @@ mod tests {
             let err = bad.parse::<HttpsUrl>().unwrap_err();
             assert!(err.contains(why), "{bad}: {err}");
         }
-        assert!("http://cp:6080/vnc_auto.html".parse::<WebUrl>().is_ok());
-        assert!("ftp://cp/".parse::<WebUrl>().is_err());
     }
 
     #[test]
-    fn hosts_and_ovn_remotes() {
-        assert!("cp.lab.example".parse::<NetHost>().is_ok());
-        assert!("fd00::10".parse::<NetHost>().is_ok());
-        assert!("cp lab".parse::<NetHost>().is_err());
-        assert!("ssl:10.240.0.10:6642".parse::<OvnRemote>().is_ok());
-        assert!("ssl:[fd00::10]:6642".parse::<OvnRemote>().is_ok());
+    fn tls_endpoints_give_their_host_and_port() {
+        let cases = [
+            ("ssl:10.240.0.10:6642", "ssl", "10.240.0.10:6642"),
+            ("ssl:[fd00::10]:6642", "ssl", "[fd00::10]:6642"),
+            (
+                "amqps://cp.lab.example:5671",
+                "amqps",
+                "cp.lab.example:5671",
+            ),
+            ("amqps://cp.lab.example/", "amqps", "cp.lab.example:5671"),
+            ("https://cp:8774/v2.1", "https", "cp:8774"),
+            ("https://[fd00::10]/x?y", "https", "[fd00::10]:443"),
+        ];
+        for (text, scheme, host_port) in cases {
+            let e: TlsEndpoint = text.parse().unwrap();
+            assert_eq!(
+                (e.scheme(), e.host_port().as_str()),
+                (scheme, host_port),
+                "{text}"
+            );
+        }
         for bad in [
             "tcp:10.0.0.1:6642",
             "ssl:10.0.0.1",
             "ssl::6642",
             "ssl:[fd00::10]",
+            "http://cp:6080/vnc_auto.html",
+            "amqp://cp:5672",
+            "amqps://user:pw@cp:5671",
+            "cp lab",
         ] {
-            assert!(bad.parse::<OvnRemote>().is_err(), "{bad}");
+            let err = bad.parse::<TlsEndpoint>().unwrap_err();
+            assert!(!err.is_empty(), "{bad}");
         }
+        let err = "http://cp/".parse::<TlsEndpoint>().unwrap_err();
+        assert!(err.contains("only TLS"), "{err}");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use crate::config::types::PackageSource;
 use crate::engine::{Context, Step};
-use crate::host::Cmd;
 use crate::host::apt::{Apt, DebconfAnswer};
+use crate::host::systemd::Systemd;
 use anyhow::{Context as _, Result};
 
 pub struct Packages {
@@ -59,12 +59,8 @@ impl Step for Packages {
         // dbus' reload was refused by policy-rc.d during the install, so it
         // does not know the bus policies of what was installed (polkit's,
         // which libvirt needs).
-        ctx.host
-            .runner
-            .run(
-                &Cmd::new("reloading dbus after the install", "systemctl")
-                    .args(["try-reload-or-restart", "dbus.service"]),
-            )
+        Systemd::new(ctx.host.runner.as_ref())
+            .try_reload_or_restart("dbus.service")
             .context("reloading dbus")?;
         Ok(())
     }

@@ -174,6 +174,38 @@ impl<'a> Apt<'a> {
         )
     }
 
+    /// Remove `packages` with their config, then what nothing needs any more
+    /// (`dcn reset --purge`).
+    pub fn purge(&self, packages: &[String]) -> Result<()> {
+        let purge = |what: &str, args: Vec<String>| {
+            self.runner.run(
+                &Cmd::new(what, "apt-get")
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .args(["-q", "-y"])
+                    .args(args)
+                    .timeout(Duration::from_secs(1800)),
+            )
+        };
+        let mut args = vec!["purge".to_string()];
+        args.extend(packages.iter().cloned());
+        purge("purging the packages", args)?;
+        purge(
+            "removing packages nothing needs any more",
+            vec!["autoremove".into(), "--purge".into()],
+        )?;
+        Ok(())
+    }
+
+    /// Drop the downloaded .deb files (a tree about to be shipped).
+    pub fn clean(&self) -> Result<()> {
+        self.runner.run(
+            &Cmd::new("cleaning apt's cache", "apt-get")
+                .arg("clean")
+                .timeout(Duration::from_secs(120)),
+        )?;
+        Ok(())
+    }
+
     /// `apt-get ARGS` with policy-rc.d in place, removed afterwards.
     fn get(&self, what: String, args: Vec<String>) -> Result<()> {
         self.files
@@ -206,77 +238,97 @@ impl<'a> Apt<'a> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::host::{CmdOutput, RecordingRunner};
+/// The .deb files of `packages` alone (no dependencies) into `dir`, from
+/// the host's package lists.
+pub fn download_debs(runner: &dyn Runner, packages: &[&str], dir: &std::path::Path) -> Result<()> {
+    runner.run(
+        &Cmd::new(format!("downloading {}", packages.join(", ")), "apt-get")
+            .args(APT_OPTIONS.iter().copied())
+            .args(["-q", "download"])
+            .args(packages.iter().copied())
+            .cwd(dir)
+            .timeout(Duration::from_secs(600)),
+    )?;
+    Ok(())
+}
 
-    #[test]
-    fn missing_reads_dpkg_status() {
-        let r = RecordingRunner::answering(|_| {
-            CmdOutput::ok("keystone installed\nnova-api not-installed\n")
-        });
-        let dir = tempfile::tempdir().unwrap();
-        let files = Files::new(dir.path(), false);
-        let apt = Apt::new(&r, &files, PackageSource::Mirror);
-        let wanted = vec![
-            "keystone".to_string(),
-            "nova-api".to_string(),
-            "glance".to_string(),
+/// Packages and their dependencies downloaded into a directory, resolved
+/// against another root's dpkg status instead of this host's: how the lab
+/// fills the repository its containers install from. Nothing is installed,
+/// and the host's dpkg is not locked.
+pub struct Download<'a> {
+    pub runner: &'a dyn Runner,
+    /// apt's own state and cache for these downloads.
+    pub state: &'a std::path::Path,
+    pub cache: &'a std::path::Path,
+    /// Where the .deb files go.
+    pub archives: &'a std::path::Path,
+    /// The root whose dpkg status says what is installed already.
+    pub installed_in: &'a std::path::Path,
+}
+
+impl Download<'_> {
+    /// Refresh the host's package lists (shared with these downloads).
+    pub fn refresh(&self) -> Result<()> {
+        self.runner.run(
+            &Cmd::new("refreshing the host's apt package lists", "apt-get")
+                .args(APT_OPTIONS.iter().copied())
+                .args(["-q", "update"])
+                .timeout(Duration::from_secs(600)),
+        )?;
+        Ok(())
+    }
+
+    fn get(&self, what: String, args: &[String]) -> Result<()> {
+        let options = [
+            format!("Dir::State={}/", self.state.display()),
+            "Dir::State::Lists=/var/lib/apt/lists/".to_string(),
+            format!(
+                "Dir::State::status={}/var/lib/dpkg/status",
+                self.installed_in.display()
+            ),
+            format!("Dir::Cache={}/", self.cache.display()),
+            format!("Dir::Cache::archives={}/", self.archives.display()),
+            "APT::Install-Recommends=false".to_string(),
+            "APT::Install-Suggests=false".to_string(),
+            "Acquire::Retries=3".to_string(),
+            // The host's dpkg is not involved: nothing is installed here.
+            "Debug::NoLocking=true".to_string(),
         ];
-        assert_eq!(apt.missing(&wanted).unwrap(), vec!["nova-api", "glance"]);
+        let mut cmd = Cmd::new(what, "apt-get").env("DEBIAN_FRONTEND", "noninteractive");
+        for o in options {
+            cmd = cmd.arg("-o").arg(o);
+        }
+        self.runner.run(
+            &cmd.args(["-q", "-y", "--download-only"])
+                .args(args.iter().cloned())
+                .timeout(Duration::from_secs(1800)),
+        )?;
+        Ok(())
     }
 
-    #[test]
-    fn install_uses_policy_rc_d_and_removes_it_even_on_failure() {
-        let dir = tempfile::tempdir().unwrap();
-        let files = Files::new(dir.path(), false);
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(false));
-        let seen2 = seen.clone();
-        let policy = dir.path().join("usr/sbin/policy-rc.d");
-        let r = RecordingRunner::answering(move |_| {
-            *seen2.lock().unwrap() = policy.exists();
-            CmdOutput::failed(100, "E: Unable to locate package nope")
-        });
-        let apt = Apt::new(&r, &files, PackageSource::Local("/srv/repo".into()));
-        let err = apt.install(&["nope".into()], false).unwrap_err();
-        assert!(format!("{err:#}").contains("Unable to locate package"));
-        assert!(
-            *seen.lock().unwrap(),
-            "policy-rc.d existed during the install"
-        );
-        assert!(!dir.path().join("usr/sbin/policy-rc.d").exists());
-        let line = &r.command_lines()[0];
-        assert!(
-            line.contains("Dir::Etc::sourceparts=-") && line.contains("--no-install-recommends"),
-            "{line}"
-        );
-        assert_eq!(
-            r.calls()[0].env,
-            vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())]
-        );
+    /// Updates of what the root has installed (debootstrap takes the
+    /// release, not its point and security updates).
+    pub fn upgrades(&self) -> Result<()> {
+        self.get(
+            "downloading updates of the base system".into(),
+            &["dist-upgrade".into()],
+        )
     }
 
-    #[test]
-    fn debconf_lines_need_four_words() {
-        let a = DebconfAnswer::parse("nova-common nova/configure_db boolean false").unwrap();
-        assert_eq!(
-            (a.package.as_str(), a.value.as_str()),
-            ("nova-common", "false")
-        );
-        let v = DebconfAnswer::parse("p q string two words").unwrap();
-        assert_eq!(v.value, "two words");
-        assert!(DebconfAnswer::parse("p q boolean").is_err());
-    }
-
-    #[test]
-    fn a_local_source_without_an_index_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let files = Files::new(dir.path(), false);
-        let r = RecordingRunner::new();
-        let apt = Apt::new(&r, &files, PackageSource::Local("/srv/repo".into()));
-        let err = apt.update().unwrap_err();
-        assert!(format!("{err:#}").contains("has no Packages index"));
-        assert!(r.calls().is_empty());
+    /// `packages` and what they need beyond the root's installed set.
+    pub fn packages(&self, packages: &[String]) -> Result<()> {
+        let mut args = vec!["install".to_string()];
+        args.extend(packages.iter().cloned());
+        self.get(
+            format!(
+                "downloading {} packages and their dependencies",
+                packages.len()
+            ),
+            &args,
+        )
     }
 }
+
+#[cfg(test)]
+mod tests;

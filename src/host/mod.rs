@@ -8,6 +8,7 @@ pub mod chroot;
 pub mod command;
 pub mod debian;
 pub mod files;
+pub mod lock;
 pub mod space;
 pub mod systemd;
 mod users;

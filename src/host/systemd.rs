@@ -1,13 +1,22 @@
-//! The one place that talks to systemd: enabling, starting and restarting
-//! units, asking their state, and quoting their journal when one fails.
+//! The one place that talks to systemd: enabling, disabling, masking,
+//! starting, stopping and reloading units, asking their state, quoting
+//! their journal when one fails, and rebooting or powering off. It acts on
+//! the system behind a runner (the host, a chroot, a lab container), or,
+//! made with [`Systemd::for_tree`], on the unit files of a system tree that
+//! is not running (an image being built, the disk being installed).
 
-use super::command::{Cmd, Runner};
+use super::command::{Cmd, DEFAULT_TIMEOUT, Runner};
 use anyhow::{Result, bail};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// systemd on the host behind a runner.
+/// systemd on the host behind a runner, or in a tree.
 pub struct Systemd<'a> {
     runner: &'a dyn Runner,
+    /// `--root=` on every call: a tree whose unit files are edited offline.
+    root: Option<String>,
+    /// Replaces each call's own time limit (see [`Systemd::timeout`]).
+    timeout: Option<Duration>,
 }
 
 /// Lines of a unit's journal quoted when it fails.
@@ -20,15 +29,80 @@ const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
 impl<'a> Systemd<'a> {
     pub fn new(runner: &'a dyn Runner) -> Self {
-        Systemd { runner }
+        Systemd {
+            runner,
+            root: None,
+            timeout: None,
+        }
+    }
+
+    /// The unit files of the system tree at `root`, which is not running:
+    /// every call gets `--root=ROOT`. Only enable, disable and mask make
+    /// sense there.
+    pub fn for_tree(runner: &'a dyn Runner, root: impl AsRef<Path>) -> Self {
+        Systemd {
+            root: Some(root.as_ref().display().to_string()),
+            ..Systemd::new(runner)
+        }
+    }
+
+    /// Bound every systemctl call by `t` instead of its usual limit (a
+    /// container that is booting or going away answers quickly or not at all).
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = Some(t);
+        self
+    }
+
+    /// A systemctl command: `--root=` first on a tree, then `args`, bounded
+    /// by [`Systemd::timeout`] if set, else `bound`.
+    fn cmd(&self, what: impl Into<String>, args: &[&str], bound: Duration) -> Cmd {
+        let mut cmd = Cmd::new(what, "systemctl");
+        if let Some(root) = &self.root {
+            cmd = cmd.arg(format!("--root={root}"));
+        }
+        cmd.args(args.iter().copied())
+            .timeout(self.timeout.unwrap_or(bound))
     }
 
     fn systemctl(&self, what: &str, args: &[&str]) -> Result<()> {
-        self.runner.run(
-            &Cmd::new(what, "systemctl")
-                .args(args.iter().copied())
-                .timeout(SYSTEMCTL_TIMEOUT),
-        )?;
+        self.runner.run(&self.cmd(what, args, SYSTEMCTL_TIMEOUT))?;
+        Ok(())
+    }
+
+    /// `systemctl VERB [--now] --quiet [--no-reload] UNITS`, checked or not,
+    /// described as "DOING UNITS" (plus "in ROOT" on a tree). On a running
+    /// system `--no-reload`: the symlinks take effect at boot, and dcn
+    /// starts units and reloads systemd itself; a reload while a daemon is
+    /// starting can make systemd lose track of it (ovn-ovsdb-server's
+    /// PIDFile= names a path never written). On a tree nothing runs, so
+    /// nothing is reloaded.
+    fn unit_files(
+        &self,
+        doing: &str,
+        verb: &str,
+        now: bool,
+        units: &[&str],
+        checked: bool,
+    ) -> Result<()> {
+        if units.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec![verb];
+        if now {
+            args.push("--now");
+        }
+        args.push("--quiet");
+        if self.root.is_none() {
+            args.push("--no-reload");
+        }
+        args.extend_from_slice(units);
+        let mut what = format!("{doing} {}", units.join(", "));
+        if let Some(root) = &self.root {
+            what.push_str(&format!(" in {root}"));
+        }
+        let cmd = self.cmd(what, &args, SYSTEMCTL_TIMEOUT);
+        self.runner
+            .run(&if checked { cmd } else { cmd.unchecked() })?;
         Ok(())
     }
 
@@ -38,25 +112,81 @@ impl<'a> Systemd<'a> {
 
     /// Enable units to start at boot (without starting them).
     pub fn enable(&self, units: &[&str]) -> Result<()> {
-        if units.is_empty() {
-            return Ok(());
-        }
-        // --no-reload: the symlinks take effect at boot, and dcn starts units
-        // itself; a reload while a daemon is starting can make systemd lose
-        // track of it (ovn-ovsdb-server's PIDFile= names a path never written).
-        let mut args = vec!["enable", "--quiet", "--no-reload"];
-        args.extend_from_slice(units);
-        self.systemctl(&format!("enabling {}", units.join(", ")), &args)
+        self.unit_files("enabling", "enable", false, units, true)
+    }
+
+    /// Disable units (without stopping them).
+    pub fn disable(&self, units: &[&str]) -> Result<()> {
+        self.unit_files("disabling", "disable", false, units, true)
+    }
+
+    /// [`Systemd::disable`] for units that may not exist: a non-zero exit
+    /// is not an error.
+    pub fn disable_if_present(&self, units: &[&str]) -> Result<()> {
+        self.unit_files("disabling", "disable", false, units, false)
     }
 
     /// Disable and stop units (e.g. the packaged ones dcn replaces).
     pub fn disable_now(&self, units: &[&str]) -> Result<()> {
-        if units.is_empty() {
-            return Ok(());
-        }
-        let mut args = vec!["disable", "--now", "--quiet", "--no-reload"];
-        args.extend_from_slice(units);
-        self.systemctl(&format!("disabling {}", units.join(", ")), &args)
+        self.unit_files("disabling", "disable", true, units, true)
+    }
+
+    /// [`Systemd::disable_now`] for units that may not exist (a package
+    /// not installed): a non-zero exit is not an error.
+    pub fn disable_now_if_present(&self, units: &[&str]) -> Result<()> {
+        self.unit_files("disabling", "disable", true, units, false)
+    }
+
+    /// Mask units, so that nothing starts them.
+    pub fn mask(&self, units: &[&str]) -> Result<()> {
+        self.unit_files("masking", "mask", false, units, true)
+    }
+
+    /// Stop and disable a unit for good (`dcn reset`), best effort: a
+    /// non-zero exit (no such unit) is not an error, and systemctl reloads
+    /// systemd afterwards, since no later step of dcn's does.
+    pub fn stop_for_good(&self, unit: &str) -> Result<()> {
+        self.runner.run(
+            &self
+                .cmd(
+                    format!("stopping {unit}"),
+                    &["disable", "--now", "--quiet", unit],
+                    SYSTEMCTL_TIMEOUT,
+                )
+                .unchecked(),
+        )?;
+        Ok(())
+    }
+
+    /// Reload a unit if it is running and can reload, else restart it if
+    /// it is running (`systemctl try-reload-or-restart`).
+    pub fn try_reload_or_restart(&self, unit: &str) -> Result<()> {
+        self.systemctl(
+            &format!("reloading {unit}"),
+            &["try-reload-or-restart", unit],
+        )
+    }
+
+    /// Reboot. A non-zero exit is not an error: the manager may go down
+    /// before it answers.
+    pub fn reboot(&self) -> Result<()> {
+        self.runner.run(
+            &self
+                .cmd("rebooting", &["reboot"], DEFAULT_TIMEOUT)
+                .unchecked(),
+        )?;
+        Ok(())
+    }
+
+    /// Power off. A non-zero exit is not an error: the manager may go down
+    /// before it answers.
+    pub fn poweroff(&self) -> Result<()> {
+        self.runner.run(
+            &self
+                .cmd("powering off", &["poweroff"], DEFAULT_TIMEOUT)
+                .unchecked(),
+        )?;
+        Ok(())
     }
 
     pub fn start(&self, unit: &str) -> Result<()> {
@@ -78,8 +208,12 @@ impl<'a> Systemd<'a> {
     /// `systemctl is-active` (read-only).
     pub fn is_active(&self, unit: &str) -> Result<bool> {
         let out = self.runner.run(
-            &Cmd::new(format!("asking whether {unit} is active"), "systemctl")
-                .args(["is-active", "--quiet", unit])
+            &self
+                .cmd(
+                    format!("asking whether {unit} is active"),
+                    &["is-active", "--quiet", unit],
+                    DEFAULT_TIMEOUT,
+                )
                 .read_only()
                 .unchecked(),
         )?;
@@ -89,8 +223,12 @@ impl<'a> Systemd<'a> {
     /// `systemctl is-enabled` (read-only).
     pub fn is_enabled(&self, unit: &str) -> Result<bool> {
         let out = self.runner.run(
-            &Cmd::new(format!("asking whether {unit} is enabled"), "systemctl")
-                .args(["is-enabled", "--quiet", unit])
+            &self
+                .cmd(
+                    format!("asking whether {unit} is enabled"),
+                    &["is-enabled", "--quiet", unit],
+                    DEFAULT_TIMEOUT,
+                )
                 .read_only()
                 .unchecked(),
         )?;
@@ -109,8 +247,12 @@ impl<'a> Systemd<'a> {
             other => return Ok((false, format!("{unit} is {other}"))),
         }
         let out = self.runner.run(
-            &Cmd::new(format!("asking which units start {unit}"), "systemctl")
-                .args(["show", "--property=WantedBy,RequiredBy", "--value", unit])
+            &self
+                .cmd(
+                    format!("asking which units start {unit}"),
+                    &["show", "--property=WantedBy,RequiredBy", "--value", unit],
+                    DEFAULT_TIMEOUT,
+                )
                 .read_only(),
         )?;
         let by: Vec<&str> = out.stdout.split_whitespace().collect();
@@ -135,8 +277,12 @@ impl<'a> Systemd<'a> {
     /// `systemctl is-enabled` as a word: enabled, static, disabled, masked…
     fn enablement(&self, unit: &str) -> Result<String> {
         let out = self.runner.run(
-            &Cmd::new(format!("asking whether {unit} is enabled"), "systemctl")
-                .args(["is-enabled", unit])
+            &self
+                .cmd(
+                    format!("asking whether {unit} is enabled"),
+                    &["is-enabled", unit],
+                    DEFAULT_TIMEOUT,
+                )
                 .read_only()
                 .unchecked(),
         )?;
@@ -146,8 +292,12 @@ impl<'a> Systemd<'a> {
     /// The unit's state as `systemctl show` reports it: (ActiveState, SubState).
     pub fn state(&self, unit: &str) -> Result<(String, String)> {
         let out = self.runner.run(
-            &Cmd::new(format!("reading the state of {unit}"), "systemctl")
-                .args(["show", "--property=ActiveState,SubState", unit])
+            &self
+                .cmd(
+                    format!("reading the state of {unit}"),
+                    &["show", "--property=ActiveState,SubState", unit],
+                    DEFAULT_TIMEOUT,
+                )
                 .read_only(),
         )?;
         let mut active = String::new();
@@ -206,8 +356,12 @@ impl<'a> Systemd<'a> {
     /// `systemctl is-system-running` output (running, degraded, starting…).
     pub fn system_state(&self) -> Result<String> {
         let out = self.runner.run(
-            &Cmd::new("asking systemd for the system state", "systemctl")
-                .arg("is-system-running")
+            &self
+                .cmd(
+                    "asking systemd for the system state",
+                    &["is-system-running"],
+                    DEFAULT_TIMEOUT,
+                )
                 .read_only()
                 .unchecked(),
         )?;
@@ -225,109 +379,4 @@ impl<'a> Systemd<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::host::{CmdOutput, RecordingRunner};
-
-    fn units(
-        states: &'static [(&'static str, &'static str)],
-        wanted_by: &'static str,
-    ) -> RecordingRunner {
-        RecordingRunner::answering(move |c| match c.args.first().map(String::as_str) {
-            Some("is-enabled") => {
-                let u = c.args.last().unwrap();
-                let s = states
-                    .iter()
-                    .find(|(n, _)| n == u)
-                    .map_or("not-found", |(_, s)| s);
-                CmdOutput::ok(format!("{s}\n"))
-            }
-            Some("show") => CmdOutput::ok(format!("{wanted_by}\n")),
-            _ => CmdOutput::ok(""),
-        })
-    }
-
-    #[test]
-    fn a_static_unit_starts_at_boot_only_through_an_enabled_unit() {
-        // Debian's ovn-controller.service is static; ovn-host.service
-        // (Wants=ovn-controller.service) is what starts it at boot.
-        let r = units(
-            &[
-                ("ovn-controller.service", "static"),
-                ("ovn-host.service", "disabled"),
-            ],
-            "ovn-host.service",
-        );
-        let (ok, why) = Systemd::new(&r)
-            .starts_at_boot("ovn-controller.service")
-            .unwrap();
-        assert!(!ok);
-        assert!(
-            why.contains("none of the units that start it (ovn-host.service)"),
-            "{why}"
-        );
-        let r = units(
-            &[
-                ("ovn-controller.service", "static"),
-                ("ovn-host.service", "enabled"),
-            ],
-            "ovn-host.service",
-        );
-        assert!(
-            Systemd::new(&r)
-                .starts_at_boot("ovn-controller.service")
-                .unwrap()
-                .0
-        );
-        let r = units(&[("nova-compute.service", "disabled")], "");
-        let (ok, why) = Systemd::new(&r)
-            .starts_at_boot("nova-compute.service")
-            .unwrap();
-        assert!(!ok && why.contains("disabled"), "{why}");
-        let r = units(&[("lonely.service", "static")], "");
-        let (ok, why) = Systemd::new(&r).starts_at_boot("lonely.service").unwrap();
-        assert!(!ok && why.contains("no unit wants it"), "{why}");
-    }
-
-    #[test]
-    fn failed_start_quotes_the_journal() {
-        let r = RecordingRunner::answering(|c| match c.program.as_str() {
-            "systemctl" => CmdOutput::failed(1, "Job for x.service failed"),
-            "journalctl" => CmdOutput::ok("x[1]: database locked\n"),
-            _ => CmdOutput::ok(""),
-        });
-        let err = Systemd::new(&r).start("x.service").unwrap_err();
-        let msg = format!("{err:#}");
-        assert!(msg.contains("x.service did not start"), "{msg}");
-        assert!(msg.contains("database locked"), "{msg}");
-    }
-
-    #[test]
-    fn wait_active_gives_up_on_failed_units() {
-        let r = RecordingRunner::answering(|c| {
-            if c.args.first().map(String::as_str) == Some("is-active") {
-                CmdOutput::failed(3, "")
-            } else if c.args.first().map(String::as_str) == Some("show") {
-                CmdOutput::ok("ActiveState=failed\nSubState=failed\n")
-            } else {
-                CmdOutput::ok("boom\n")
-            }
-        });
-        let err = Systemd::new(&r)
-            .wait_active("y.service", Duration::from_secs(60))
-            .unwrap_err();
-        assert!(format!("{err:#}").contains("y.service is failed (failed)"));
-    }
-
-    #[test]
-    fn enable_lists_units_in_one_call() {
-        let r = RecordingRunner::new();
-        Systemd::new(&r)
-            .enable(&["a.service", "b.service"])
-            .unwrap();
-        assert_eq!(
-            r.command_lines(),
-            vec!["systemctl enable --quiet --no-reload a.service b.service"]
-        );
-    }
-}
+mod tests;

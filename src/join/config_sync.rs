@@ -11,6 +11,7 @@ use super::client::JoinClient;
 use super::edge::Credentials;
 use super::protocol::{ConfigApplied, MAX_DETAIL, NodeConfigReply};
 use crate::deployment::Deployment;
+use crate::host::lock::FileLock;
 use crate::host::systemd::Systemd;
 use crate::host::{FileSpec, Host};
 use crate::recipes::Recipes;
@@ -22,6 +23,10 @@ use std::collections::BTreeMap;
 pub const JOIN_ENDPOINT: &str = "/var/lib/dcn/node/join-endpoint";
 /// What this node applied last: the revision and its drop-ins.
 pub const APPLIED: &str = "/var/lib/dcn/node/config.json";
+/// Held by `dcn join` and by a sync while they change the node's services,
+/// so a sync cannot write a drop-in that a running join then overwrites
+/// with what it read before (or the other way round).
+pub const NODE_LOCK: &str = "/run/dcn/node.lock";
 
 /// The first line of every drop-in dcn writes from `customServiceConfig`.
 pub const DROP_IN_HEADER: &str =
@@ -66,8 +71,12 @@ pub struct Synced {
     pub restarted: Vec<String>,
 }
 
-/// Fetch, apply and report.
-pub fn sync(host: &Host) -> Result<Synced> {
+/// Fetch, apply and report; `None` when a `dcn join` is running on this
+/// node (it writes the drop-ins itself, and the next tick syncs).
+pub fn sync(host: &Host) -> Result<Option<Synced>> {
+    let Some(_lock) = FileLock::try_take(&host.files, NODE_LOCK)? else {
+        return Ok(None);
+    };
     let deployment = Deployment::load(&host.files)?
         .filter(|d| d.site.is_some())
         .context("this host has not joined a control plane: run `dcn join` first")?;
@@ -104,7 +113,7 @@ pub fn sync(host: &Host) -> Result<Synced> {
                 now.reported = true;
                 now.save(host)?;
             }
-            Ok(synced)
+            Ok(Some(synced))
         }
         Err(e) => {
             let why: String = format!("{e:#}").chars().take(MAX_DETAIL).collect();
@@ -185,6 +194,48 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }
+    }
+
+    /// A sync while a join holds the node's lock steps aside and touches
+    /// nothing; a join waits for a running sync.
+    #[test]
+    fn sync_and_join_take_turns_on_the_node_lock() {
+        let root = tempfile::tempdir().unwrap();
+        let runner = Arc::new(RecordingRunner::default());
+        let host = Host::with_runner(root.path(), runner.clone(), false);
+        let held = FileLock::try_take(&host.files, NODE_LOCK).unwrap().unwrap();
+        // Not even joined: without the lock this is an error.
+        assert_eq!(sync(&host).unwrap(), None);
+        assert!(runner.calls().is_empty());
+        assert!(!host.files.exists(APPLIED).unwrap());
+
+        let started = std::time::Instant::now();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            drop(held);
+        });
+        let opts = crate::join::JoinOptions {
+            bundle: root.path().join("no-such-bundle.tar.gz"),
+            ca_pin: None,
+            hostname: None,
+            my_ip: None,
+            timeout: std::time::Duration::from_secs(1),
+            packages: crate::config::types::PackageSource::Mirror,
+            ignore_preflight: vec![],
+        };
+        let err = crate::join::join(&host, &opts).err().expect("no bundle");
+        let took = started.elapsed();
+        release.join().unwrap();
+        assert!(
+            took >= std::time::Duration::from_millis(700),
+            "the join went on while the lock was held ({took:?}): {err:#}"
+        );
+        assert!(format!("{err:#}").contains("no-such-bundle"), "{err:#}");
+        let err = sync(&host).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("run `dcn join` first"),
+            "{err:#}"
+        );
     }
 
     #[test]

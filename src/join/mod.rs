@@ -103,6 +103,7 @@ pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
         steps: Vec::new(),
         reporter: Reporter::off(),
     };
+    let _lock = node_lock(host)?;
     let previous = Deployment::load(&host.files)?;
     let bundle = timer.step("verify the bundle", || verify(opts, previous.as_ref()))?;
     let hostname = edge::hostname(host, opts.hostname.as_deref(), previous.as_ref())?;
@@ -120,6 +121,19 @@ pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
     let reporter = std::mem::replace(&mut timer.reporter, Reporter::off());
     reporter.finish(reporter::FINISH_WITHIN);
     result
+}
+
+/// The node's lock, held for the whole join: a site-config sync that ran
+/// meanwhile could write a drop-in the join then replaces with what it
+/// read before.
+fn node_lock(host: &Host) -> Result<crate::host::lock::FileLock> {
+    use crate::host::lock::FileLock;
+    use config_sync::NODE_LOCK;
+    if let Some(lock) = FileLock::try_take(&host.files, NODE_LOCK)? {
+        return Ok(lock);
+    }
+    tracing::info!("waiting for the site-config sync running on this host ({NODE_LOCK})");
+    FileLock::wait(&host.files, NODE_LOCK)
 }
 
 fn join_verified(

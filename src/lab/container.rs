@@ -4,6 +4,7 @@
 //! console buffer fills), enter with `nsenter -t <pid of its systemd> -a`.
 
 use crate::host::command::{Cmd, CmdOutput, Runner, SystemRunner, check_output, spawn_daemon};
+use crate::host::systemd::Systemd;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -75,14 +76,9 @@ pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
         std::thread::sleep(Duration::from_millis(100));
     };
     let inside = ContainerRunner::new(init);
+    let systemd = Systemd::new(&inside).timeout(Duration::from_secs(10));
     loop {
-        let out = inside.run(
-            &Cmd::new("asking the container's systemd for its state", "systemctl")
-                .arg("is-system-running")
-                .unchecked()
-                .timeout(Duration::from_secs(10)),
-        );
-        let state = out.map(|o| o.stdout.trim().to_string()).unwrap_or_default();
+        let state = systemd.system_state().unwrap_or_default();
         if state == "running" || state == "degraded" {
             break;
         }
@@ -163,12 +159,9 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
     }
     let init = init.filter(|p| alive(*p) && is_descendant(*p, nspawn));
     if let Some(init) = init {
-        let _ = ContainerRunner::new(init).run(
-            &Cmd::new(format!("powering off container {name}"), "systemctl")
-                .arg("poweroff")
-                .unchecked()
-                .timeout(Duration::from_secs(15)),
-        );
+        let _ = Systemd::new(&ContainerRunner::new(init))
+            .timeout(Duration::from_secs(15))
+            .poweroff();
     }
     let deadline = Instant::now() + timeout;
     while alive(nspawn) && Instant::now() < deadline {
@@ -369,13 +362,13 @@ mod tests {
     #[test]
     fn wrap_enters_all_namespaces_with_a_clean_environment() {
         let r = ContainerRunner::new(77);
-        let w = r.wrap(&Cmd::new("x", "systemctl").arg("status").env("FOO", "bar"));
+        let w = r.wrap(&Cmd::new("x", "ip").arg("link").env("FOO", "bar"));
         let line = w.command_line();
         assert!(
             line.starts_with("nsenter -t 77 -a -- /usr/bin/env -i PATH="),
             "{line}"
         );
-        assert!(line.ends_with("FOO=bar systemctl status"), "{line}");
+        assert!(line.ends_with("FOO=bar ip link"), "{line}");
         assert!(w.env.is_empty());
     }
 }

@@ -5,11 +5,11 @@
 
 use crate::config::types::PackageSource;
 use crate::host::apt::Apt;
+use crate::host::systemd::Systemd;
 use crate::host::{Cmd, CmdOutput, Files, Runner, SystemRunner};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Runs commands in a root directory with a non-booted systemd-nspawn.
 struct NspawnRunner {
@@ -93,23 +93,14 @@ pub fn ensure_edge_layer(
         );
         apt.update()?;
         apt.install(packages, false)?;
-        nspawn.run(
-            &Cmd::new("cleaning apt's cache in the edge layer", "apt-get")
-                .arg("clean")
-                .timeout(Duration::from_secs(120)),
-        )?;
+        apt.clean()
+            .context("cleaning apt's cache in the edge layer")?;
         // Installed, not started: units the packages enabled would start
         // unconfigured at boot (nova-compute then hangs until systemd's
-        // start timeout). `dcn join` enables what it configured.
-        nspawn.run(
-            &Cmd::new(
-                "disabling the edge services until they are configured",
-                "systemctl",
-            )
-            .args(["disable", "--quiet", "--no-reload"])
-            .args(units.iter().cloned())
-            .unchecked(),
-        )?;
+        // start timeout). `dcn join` enables what it configured. Not every
+        // package ships every unit, so a missing one is not an error.
+        let units: Vec<&str> = units.iter().map(String::as_str).collect();
+        Systemd::new(&nspawn).disable_if_present(&units)?;
         // The lab's repository is mounted in every container anyway.
         files.remove(crate::host::apt::LOCAL_SOURCE_LIST)?;
         Ok(())

@@ -6,6 +6,7 @@
 //! The dependency closure is resolved by the host's apt against the *base
 //! rootfs's* dpkg status, so it is exactly what a container lacks.
 
+use crate::host::apt::Download;
 use crate::host::{Cmd, Runner};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -34,42 +35,16 @@ pub fn ensure_repo(
     for d in [&repo, &repo.join("partial"), &state, &apt_cache] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
-    runner.run(
-        &Cmd::new("refreshing the host's apt package lists", "apt-get")
-            .args(["-q", "update"])
-            .timeout(Duration::from_secs(600)),
-    )?;
-    let apt_options = [
-        format!("Dir::State={}/", state.display()),
-        "Dir::State::Lists=/var/lib/apt/lists/".to_string(),
-        format!("Dir::State::status={}/var/lib/dpkg/status", base.display()),
-        format!("Dir::Cache={}/", apt_cache.display()),
-        format!("Dir::Cache::archives={}/", repo.display()),
-        "APT::Install-Recommends=false".to_string(),
-        "APT::Install-Suggests=false".to_string(),
-        "Acquire::Retries=3".to_string(),
-        // The host's dpkg is not involved: nothing is installed here.
-        "Debug::NoLocking=true".to_string(),
-    ];
-    let apt = |what: &str| {
-        let mut c = Cmd::new(what, "apt-get").env("DEBIAN_FRONTEND", "noninteractive");
-        for o in &apt_options {
-            c = c.arg("-o").arg(o.clone());
-        }
-        c.args(["-q", "-y", "--download-only"])
-            .timeout(Duration::from_secs(1800))
+    let download = Download {
+        runner,
+        state: &state,
+        cache: &apt_cache,
+        archives: &repo,
+        installed_in: base,
     };
-    // Updates of what debootstrap installed (it takes the release, not its
-    // security and point updates), then the lab's package set.
-    runner.run(&apt("downloading updates of the base system").arg("dist-upgrade"))?;
-    runner.run(
-        &apt(&format!(
-            "downloading {} packages and their dependencies",
-            packages.len()
-        ))
-        .arg("install")
-        .args(packages.iter().cloned()),
-    )?;
+    download.refresh()?;
+    download.upgrades()?;
+    download.packages(packages)?;
     let _ = std::fs::remove_dir_all(repo.join("partial"));
     let _ = std::fs::remove_file(repo.join("lock"));
     let out = runner.run(

@@ -28,7 +28,6 @@ pub struct ComputeLink {
     pub sb_tls: bool,
     pub service_user: String,
     pub service_password: String,
-    pub novncproxy_url: String,
     pub interface: Interface,
     pub metadata_host: String,
     pub metadata_tls: bool,
@@ -57,7 +56,6 @@ impl ComputeLink {
             ("sbConnection", self.sb_connection),
             ("sbSsl", flag(self.sb_tls)),
             ("serviceUser", self.service_user),
-            ("novncproxyUrl", self.novncproxy_url),
             ("interface", interface.to_string()),
             ("metadataHost", self.metadata_host),
             ("metadataProtocol", metadata_protocol.to_string()),
@@ -87,7 +85,6 @@ mod tests {
             sb_tls: true,
             service_user: "site-edge1".into(),
             service_password: "pw".into(),
-            novncproxy_url: "https://cp:6080/vnc_auto.html".into(),
             interface: Interface::Public,
             metadata_host: "cp".into(),
             metadata_tls: true,
@@ -95,7 +92,7 @@ mod tests {
             config_drive: false,
         }
         .apply_to(&mut v);
-        assert_eq!(v.compute.len(), 12);
+        assert_eq!(v.compute.len(), 11);
         assert_eq!(v.compute["interface"], "public");
         assert_eq!(v.compute["metadataProtocol"], "https");
         assert_eq!(v.compute["configDrive"], "false");

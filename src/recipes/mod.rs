@@ -7,6 +7,7 @@
 
 pub mod catalogue;
 pub mod compute_link;
+pub mod exports;
 mod render;
 mod schema;
 
@@ -88,6 +89,7 @@ impl Recipes {
                 );
             }
         }
+        exports::check_unique(self)?;
         for role in self.roles.values() {
             for s in &role.services {
                 if !self.services.contains_key(s) {

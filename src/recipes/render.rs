@@ -26,6 +26,9 @@ pub struct Values {
     /// How this host's compute services reach the control plane:
     /// transportUrl, sbConnection, serviceUser, …
     pub compute: BTreeMap<String, String>,
+    /// What the control plane exports to edges, by export name: the same
+    /// on the control plane and on every edge (see [`super::exports`]).
+    pub export: BTreeMap<String, String>,
     /// Passwords by name. Secret: see [`Values::is_secret`].
     pub password: BTreeMap<String, String>,
 }

@@ -128,7 +128,8 @@ fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
         "edge1-n1",
         "10.240.1.20".parse().unwrap(),
         &facts(),
-    );
+    )
+    .unwrap();
     assert_eq!(values.compute["zone"], "edge1");
     assert_eq!(values.compute["interface"], "public");
     let files = render(&recipes, &["edge"], values);

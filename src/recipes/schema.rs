@@ -52,9 +52,16 @@ pub struct ServiceRecipe {
     /// A database and its user, created before setup commands run.
     #[serde(default)]
     pub database: Option<DatabaseRecipe>,
-    /// A keystone service user and catalog entry.
+    /// A keystone service user and catalog entry. Its public URL is
+    /// exported to edges under its service type (see `exports`).
     #[serde(default)]
     pub identity: Option<IdentityRecipe>,
+    /// What edges reach the service at, by export name: an `https://` or
+    /// `amqps://` URL or an OVN remote `ssl:<host>:<port>`, templated with
+    /// the control plane's `cp.*` values only. The bundle carries them
+    /// rendered; every host renders `{{ export.<name> }}` to the same text.
+    #[serde(default)]
+    pub exports: BTreeMap<String, String>,
     /// Commands run once after the files are written (database schema
     /// syncs, cell mappings); again only when their inputs change.
     #[serde(default)]

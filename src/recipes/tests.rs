@@ -26,6 +26,13 @@ pub(super) fn sample_manifest(
     .unwrap()
 }
 
+/// The embedded recipe files, as `(path, text)`, for tests that add one.
+pub(super) fn embedded_files() -> Vec<(String, String)> {
+    (EMBEDDED.iter())
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect()
+}
+
 fn service(yaml: &str) -> ServiceRecipe {
     crate::config::parse(yaml, "test").unwrap()
 }
@@ -168,14 +175,13 @@ fn uwsgi_worker_options_follow_the_ini() {
 
 /// A service the edge role gains by its recipe and one role line, and
 /// nothing else: the ISO's packages and units, preflight's ports, the
-/// bundle's config keys and the edge's rendered files all follow.
+/// bundle's config keys and the edge's rendered files all follow. The
+/// endpoint it needs at the centre is a control-plane recipe's catalog
+/// entry, which the bundle then exports to the edge.
 #[test]
 fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files() {
-    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}'}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
-    let mut files: Vec<(String, String)> = EMBEDDED
-        .iter()
-        .map(|(p, c)| (p.to_string(), c.to_string()))
-        .collect();
+    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}', glance_api_servers: '{{ export.image }}'}\n    keystone_authtoken: {www_authenticate_uri: '{{ export.volumev3 }}'}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
+    let mut files = embedded_files();
     for (path, text) in &mut files {
         if path.ends_with("roles/edge.yaml") {
             *text = text.replace("dcn-config-sync]", "dcn-config-sync, cinder-volume]");
@@ -184,6 +190,11 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     files.push((
         format!("{RELEASE}/services/cinder-volume.yaml"),
         FAKE.to_string(),
+    ));
+    const CENTRE: &str = "service: cinder-api\ndescription: block storage API (test)\nphase: services\nidentity: {name: cinder, type: volumev3, url: 'https://{{ cp.address }}:8776/v3'}\n";
+    files.push((
+        format!("{RELEASE}/services/cinder-api.yaml"),
+        CENTRE.to_string(),
     ));
     let recipes = Recipes::from_files(files).unwrap();
 
@@ -230,8 +241,16 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         std::sync::Arc::new(crate::host::RecordingRunner::default()),
         true,
     );
+    // The bundle exports the new endpoint, as the control plane renders it.
+    let volume = manifest
+        .control_plane
+        .exports
+        .get("volumev3")
+        .map(|e| e.to_string());
+    assert_eq!(volume.as_deref(), Some("https://10.240.0.10:8776/v3"));
     let mut values = Values::default();
     values.host.insert("hostname".into(), "edge1-n1".into());
+    values.export = crate::recipes::exports::as_values(&manifest.control_plane.exports);
     let edge: Vec<String> = (recipes.services_for_roles(&["edge"]).unwrap().iter())
         .map(|s| s.service.clone())
         .collect();
@@ -260,7 +279,9 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     };
     assert!(
         rendered("/etc/cinder/cinder.conf.d/10-dcn.conf")
-            .is_some_and(|d| d.contains("host = edge1-n1")),
+            .is_some_and(|d| d.contains("host = edge1-n1")
+                && d.contains("glance_api_servers = https://10.240.0.10:9292")
+                && d.contains("www_authenticate_uri = https://10.240.0.10:8776/v3")),
         "{planned:?}"
     );
     assert!(

@@ -1,18 +1,18 @@
 //! `dcn bundle export --site NAME`: create the site if it is new (or
 //! re-admit a revoked one), record a join token by its
-//! hash, and write a bundle (format v2) that carries the CA, the endpoints,
+//! hash, and write a bundle (format v3) that carries the CA, the exports,
 //! the site and the token — no long-lived password.
 
 use super::provision;
 use super::registry::{Registry, Site, TokenRecord};
 use crate::bundle::limits::check_ttl;
 use crate::bundle::{
-    BundleContents, ControlPlaneInfo, Endpoints, FORMAT_VERSION, HostsEntry, HttpsUrl, JoinToken,
-    Manifest, Messaging, save_bundle, write_bundle,
+    BundleContents, ControlPlaneInfo, FORMAT_VERSION, HostsEntry, HttpsUrl, JoinToken, Manifest,
+    save_bundle, write_bundle,
 };
 use crate::config::StandaloneConfig;
+use crate::config::types::IniText;
 use crate::config::types::SiteName;
-use crate::config::types::{IniText, Port};
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
@@ -128,8 +128,9 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
     })
 }
 
-/// The manifest of a bundle for `site`. Only the services that run on
-/// edges get their `customServiceConfig` (the catalogue says which).
+/// The manifest of a bundle for `site`: the catalogue's exports rendered
+/// with the control plane's `cp.*` values, as its own recipes are, and the
+/// `customServiceConfig` of the services that run on edges.
 pub(crate) fn manifest(
     recipes: &crate::recipes::Recipes,
     site: &str,
@@ -143,30 +144,20 @@ pub(crate) fn manifest(
         s.parse().map_err(|e| anyhow!("{e}"))
     }
     let a = &deployment.address;
-    let https = |rest: &str| parse::<HttpsUrl>(format!("https://{a}:{rest}"));
     let edge_keys = recipes.edge_config_keys();
+    let cp = crate::standalone::values::control_plane_map(config, &deployment.hostname, a);
     Ok(Manifest {
         format_version: FORMAT_VERSION,
         site: parse(site.to_string())?,
         created_at,
         not_after,
         control_plane: ControlPlaneInfo {
-            join_endpoint: https(&config.control_plane.join_port.0.to_string())?,
+            join_endpoint: parse::<HttpsUrl>(format!(
+                "https://{a}:{}",
+                config.control_plane.join_port.0
+            ))?,
             region: config.control_plane.region.clone(),
-            endpoints: Endpoints {
-                identity: https("5000/v3")?,
-                placement: https("8778")?,
-                compute: https("8774/v2.1")?,
-                image: https("9292")?,
-                network: https("9696")?,
-                novncproxy: parse(format!("https://{a}:6080/vnc_auto.html"))?,
-            },
-            messaging: Messaging {
-                host: parse(a.clone())?,
-                port: Port(5671),
-                tls: true,
-            },
-            ovn_southbound: parse(format!("ssl:{a}:6642"))?,
+            exports: crate::recipes::exports::render(recipes, &cp)?,
         },
         hosts: vec![HostsEntry {
             address: parse(a.clone())?,

@@ -92,9 +92,7 @@ pub struct Registry<'a> {
 }
 
 /// An exclusive lock on the registry, released on drop.
-pub struct Lock {
-    _flock: nix::fcntl::Flock<std::fs::File>,
-}
+pub type Lock = crate::host::lock::FileLock;
 
 impl<'a> Registry<'a> {
     pub fn new(files: &'a Files) -> Registry<'a> {
@@ -111,16 +109,7 @@ impl<'a> Registry<'a> {
         for d in [SITES, TOKENS, NODES, SITE_CONFIGS] {
             self.files.ensure_dir(d, &FileSpec::private_dir())?;
         }
-        let path = self.files.host_path(LOCK)?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        let flock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, e)| anyhow::anyhow!("locking {}: {e}", path.display()))?;
-        Ok(Lock { _flock: flock })
+        Lock::wait(self.files, LOCK)
     }
 
     fn load<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {

@@ -7,8 +7,10 @@ use super::identity::Identity;
 use crate::config::StandaloneConfig;
 use crate::recipes::Values;
 use crate::recipes::compute_link::{ComputeLink, Interface};
+use crate::recipes::exports;
 use crate::secrets::PasswordStore;
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Facts about the host that recipes depend on.
@@ -25,11 +27,7 @@ pub struct HostFacts {
 
 impl HostFacts {
     /// The `host` values of recipes: this host's name, address and facts.
-    pub fn host_values(
-        &self,
-        hostname: &str,
-        address: &str,
-    ) -> std::collections::BTreeMap<String, String> {
+    pub fn host_values(&self, hostname: &str, address: &str) -> BTreeMap<String, String> {
         [
             ("hostname", hostname),
             ("address", address),
@@ -89,6 +87,48 @@ fn module_file_exists(dir: &Path) -> bool {
 /// Where the CA certificate is readable by everyone on every host.
 pub const PUBLIC_CA: &str = "/etc/dcn/ca.crt";
 
+/// The control plane's `cp.*` values: what its own recipes and its
+/// exports are rendered with. The bundle export builds them the same way.
+pub fn control_plane_map(
+    config: &StandaloneConfig,
+    hostname: &str,
+    address: &str,
+) -> BTreeMap<String, String> {
+    let zones = &config.zones;
+    // The central zone exists in Neutron only where this host is a chassis.
+    let central_chassis = config.roles.contains(&crate::config::Role::Compute);
+    let join_port = config.control_plane.join_port.0.to_string();
+    let public_auth = format!("https://{address}:5000");
+    [
+        ("hostname", hostname),
+        ("address", address),
+        ("region", config.control_plane.region.as_str()),
+        ("joinPort", join_port.as_str()),
+        ("memcached", "127.0.0.1:11211"),
+        // The control plane's services talk to keystone on loopback;
+        // clients and edges use the TLS endpoints of dcn-api-proxy.
+        ("authUrl", "http://127.0.0.1:5000"),
+        ("publicAuthUrl", public_auth.as_str()),
+        ("cafile", ""),
+        ("centralZone", zones.central.as_str()),
+        (
+            "networkDefaultZone",
+            if central_chassis {
+                zones.central.as_str()
+            } else {
+                ""
+            },
+        ),
+        (
+            "defaultScheduleZone",
+            zones.default_schedule.as_ref().map_or("", |z| z.as_str()),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 /// The values for the control plane.
 pub fn control_plane_values(
     config: &StandaloneConfig,
@@ -98,46 +138,13 @@ pub fn control_plane_values(
 ) -> Result<Values> {
     let mut v = Values::default();
     let address = id.address.to_string();
-    let set = |m: &mut std::collections::BTreeMap<String, String>, k: &str, val: &str| {
+    let set = |m: &mut BTreeMap<String, String>, k: &str, val: &str| {
         m.insert(k.to_string(), val.to_string());
     };
-    set(&mut v.cp, "hostname", &id.hostname);
-    set(&mut v.cp, "address", &address);
-    set(&mut v.cp, "region", config.control_plane.region.as_str());
-    set(
-        &mut v.cp,
-        "joinPort",
-        &config.control_plane.join_port.0.to_string(),
-    );
-    set(&mut v.cp, "memcached", "127.0.0.1:11211");
-    // The control plane's services talk to keystone on loopback; clients and
-    // edges use the TLS endpoints of dcn-api-proxy.
-    set(&mut v.cp, "authUrl", "http://127.0.0.1:5000");
-    set(
-        &mut v.cp,
-        "publicAuthUrl",
-        &format!("https://{address}:5000"),
-    );
-    set(&mut v.cp, "cafile", "");
+    v.cp = control_plane_map(config, &id.hostname, &address);
+    let recipes = crate::recipes::catalogue::embedded();
+    v.export = exports::as_values(&exports::render(recipes, &v.cp)?);
     let zones = &config.zones;
-    set(&mut v.cp, "centralZone", zones.central.as_str());
-    // The central zone exists in Neutron only where this host is a chassis.
-    let central_chassis = config.roles.contains(&crate::config::Role::Compute);
-    set(
-        &mut v.cp,
-        "networkDefaultZone",
-        if central_chassis {
-            zones.central.as_str()
-        } else {
-            ""
-        },
-    );
-    set(
-        &mut v.cp,
-        "defaultScheduleZone",
-        zones.default_schedule.as_ref().map_or("", |z| z.as_str()),
-    );
-
     v.host = facts.host_values(&id.hostname, &address);
 
     v.roles = config
@@ -150,7 +157,7 @@ pub fn control_plane_values(
         .collect();
 
     // `{{ workers.<key> }}` for every configurable service, by its key.
-    for key in crate::recipes::catalogue::embedded().config_keys().keys() {
+    for key in recipes.config_keys().keys() {
         let w = config.services.get(key).workers;
         v.workers.insert(key.to_string(), w.resolve(facts.cpus));
     }
@@ -192,7 +199,6 @@ pub fn control_plane_values(
         sb_tls: false,
         service_user: "nova".into(),
         service_password: passwords.get("nova_service")?.expose().to_string(),
-        novncproxy_url: format!("https://{address}:6080/vnc_auto.html"),
         interface: Interface::Internal,
         metadata_host: "127.0.0.1".into(),
         metadata_tls: false,

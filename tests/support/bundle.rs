@@ -22,7 +22,7 @@ pub fn write_lab_bundle(
     let ttl = Duration::from_secs(ttl_secs.unsigned_abs());
     let not_after = if ttl_secs >= 0 { now + ttl } else { now - ttl };
     let manifest = format!(
-        "formatVersion: 2\nsite: edge1\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://10.240.0.10:9443\n  region: RegionOne\n  endpoints:\n    identity: https://10.240.0.10:5000/v3\n    placement: https://10.240.0.10:8778\n    compute: https://10.240.0.10:8774/v2.1\n    image: https://10.240.0.10:9292\n    network: https://10.240.0.10:9696\n    novncproxy: https://10.240.0.10:6080/vnc_auto.html\n  messaging:\n    host: 10.240.0.10\n    port: 5671\n    tls: true\n  ovnSouthbound: ssl:10.240.0.10:6642\nhosts:\n- address: 10.240.0.10\n  names: [cp.lab.test]\ncustomServiceConfig: {{}}\ntokenId: abc123\nmembers: {{}}\n",
+        "formatVersion: 3\nsite: edge1\ncreatedAt: {}\nnotAfter: {}\ncontrolPlane:\n  joinEndpoint: https://10.240.0.10:9443\n  region: RegionOne\n  exports:\n    compute: https://10.240.0.10:8774/v2.1\n    identity: https://10.240.0.10:5000/v3\n    image: https://10.240.0.10:9292\n    messaging: amqps://10.240.0.10:5671\n    network: https://10.240.0.10:9696\n    novncproxy: https://10.240.0.10:6080/vnc_auto.html\n    ovnSouthbound: ssl:10.240.0.10:6642\n    placement: https://10.240.0.10:8778\nhosts:\n- address: 10.240.0.10\n  names: [cp.lab.test]\ncustomServiceConfig: {{}}\ntokenId: abc123\nmembers: {{}}\n",
         dcn::timefmt::rfc3339(now - Duration::from_secs(48 * 3600)),
         dcn::timefmt::rfc3339(not_after)
     );

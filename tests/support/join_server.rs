@@ -145,8 +145,11 @@ impl ControlPlane {
         let accounts = Arc::new(Accounts::default());
         let served: Arc<dyn NodeAccounts> = accounts.clone();
         std::thread::spawn(move || start(host, listen, served));
+        // The readiness probe comes from an address no test uses: the
+        // service may hold its place a while after it is dropped, and it
+        // must not count against a test's share from 127.0.0.1.
         for _ in 0..100 {
-            if TcpStream::connect(listen).is_ok() {
+            if connect_from(PROBE_ADDRESS, port).is_ok() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -164,23 +167,7 @@ impl ControlPlane {
 
     /// A TCP connection to the service from `from` (any 127.x.y.z).
     pub fn tcp_from(&self, from: Ipv4Addr) -> std::io::Result<TcpStream> {
-        use nix::sys::socket::{
-            AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, socket,
-        };
-        use std::os::fd::AsRawFd;
-        let fd = socket(
-            AddressFamily::Inet,
-            SockType::Stream,
-            SockFlag::empty(),
-            None,
-        )?;
-        bind(
-            fd.as_raw_fd(),
-            &SockaddrIn::from(SocketAddrV4::new(from, 0)),
-        )?;
-        let to = SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port));
-        connect(fd.as_raw_fd(), &to)?;
-        Ok(TcpStream::from(fd))
+        connect_from(from, self.port)
     }
 
     /// A TLS connection from `from`, trusting the test CA.
@@ -262,4 +249,26 @@ pub mod log {
     pub fn text() -> String {
         String::from_utf8_lossy(&KEPT.lock().unwrap()).into_owned()
     }
+}
+
+/// Where `ControlPlane::start` checks that the service listens from.
+const PROBE_ADDRESS: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 254);
+
+/// A TCP connection to 127.0.0.1:`port` from `from` (any 127.x.y.z).
+fn connect_from(from: Ipv4Addr, port: u16) -> std::io::Result<TcpStream> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, socket};
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )?;
+    bind(
+        fd.as_raw_fd(),
+        &SockaddrIn::from(SocketAddrV4::new(from, 0)),
+    )?;
+    let to = SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
+    connect(fd.as_raw_fd(), &to)?;
+    Ok(TcpStream::from(fd))
 }

@@ -67,10 +67,10 @@ fn deeply_nested_yaml_is_refused_quickly_before_the_signature() {
     // Signed by nobody: the nesting is refused before any signature check,
     // and in bounded time whatever the depth.
     let bombs = [
-        format!("formatVersion: 2\nsite: {}\n", "[".repeat(200 * 1024)),
-        format!("formatVersion: 2\nsite: {}\n", "{a: ".repeat(50 * 1024)),
+        format!("formatVersion: 3\nsite: {}\n", "[".repeat(200 * 1024)),
+        format!("formatVersion: 3\nsite: {}\n", "{a: ".repeat(50 * 1024)),
         format!(
-            "formatVersion: 2\nhosts: {}\n",
+            "formatVersion: 3\nhosts: {}\n",
             "[\"]\", ".repeat(30 * 1024)
         ),
     ];
@@ -116,8 +116,13 @@ fn repeated_keys_are_refused_in_members_and_everywhere_else() {
     );
     let err = signed(|y| y.replace("site: edge1\n", "site: edge1\nsite: edge2\n"));
     assert_contains(&err, &["the key \"site\" appears twice"]);
-    let err = signed(|y| y.replace("    tls: true\n", "    tls: true\n    tls: false\n"));
-    assert_contains(&err, &["the key \"tls\" appears twice"]);
+    let err = signed(|y| {
+        y.replace(
+            "    messaging: amqps://cp.lab.example:5671\n",
+            "    messaging: amqps://cp.lab.example:5671\n    messaging: amqps://evil.example:5671\n",
+        )
+    });
+    assert_contains(&err, &["the key \"messaging\" appears twice"]);
 }
 
 #[test]

@@ -37,25 +37,22 @@ pub fn other_ca() -> &'static CertificateAuthority {
     CA.get_or_init(|| valid_ca("dcn other CA"))
 }
 
-pub const MANIFEST_YAML: &str = r#"formatVersion: 2
+pub const MANIFEST_YAML: &str = r#"formatVersion: 3
 site: edge1
 createdAt: 2026-09-21T14:13:20Z
 notAfter: 2026-09-22T14:13:20Z
 controlPlane:
   joinEndpoint: https://10.240.0.10:9443
   region: RegionOne
-  endpoints:
-    identity: https://cp.lab.example:5000/v3
-    placement: https://cp.lab.example:8778
+  exports:
     compute: https://cp.lab.example:8774/v2.1
+    identity: https://cp.lab.example:5000/v3
     image: https://cp.lab.example:9292
+    messaging: amqps://cp.lab.example:5671
     network: https://cp.lab.example:9696
     novncproxy: https://cp.lab.example:6080/vnc_auto.html
-  messaging:
-    host: cp.lab.example
-    port: 5671
-    tls: true
-  ovnSouthbound: ssl:10.240.0.10:6642
+    ovnSouthbound: ssl:10.240.0.10:6642
+    placement: https://cp.lab.example:8778
 hosts:
 - address: 10.240.0.10
   names:

@@ -27,17 +27,32 @@ fn yaml_syntax_errors_give_the_line() {
 
 #[test]
 fn missing_fields_are_named_with_their_path() {
-    let err = with_manifest(|y| y.replace("  ovnSouthbound: ssl:10.240.0.10:6642\n", ""));
-    assert_contains(&err, &["controlPlane: missing field `ovnSouthbound`"]);
+    let err = with_manifest(|y| y.replace("  region: RegionOne\n", ""));
+    assert_contains(&err, &["controlPlane: missing field `region`"]);
+    let err = with_manifest(|y| y.replace("    ovnSouthbound: ssl:10.240.0.10:6642\n", ""));
+    assert_contains(
+        &err,
+        &["controlPlane.exports: does not list ovnSouthbound, which edges of this dcn need"],
+    );
 }
 
 #[test]
 fn unknown_fields_are_named_with_their_path() {
-    let err =
-        with_manifest(|y| y.replace("    tls: true\n", "    tls: true\n    password: hunter2\n"));
+    let err = with_manifest(|y| y.replace("  exports:\n", "  password: hunter2\n  exports:\n"));
+    assert_contains(&err, &["controlPlane", "unknown field `password`"]);
+    // An export this dcn's catalogue does not have is refused by name.
+    let err = with_manifest(|y| {
+        y.replace(
+            "  exports:\n",
+            "  exports:\n    volumev3: https://cp.lab.example:8776/v3\n",
+        )
+    });
     assert_contains(
         &err,
-        &["controlPlane.messaging", "unknown field `password`"],
+        &[
+            "controlPlane.exports.volumev3: is not an export of this dcn's service catalogue",
+            "it exports compute, identity, image, messaging, network, novncproxy, ovnSouthbound, placement",
+        ],
     );
 }
 
@@ -48,6 +63,18 @@ fn bad_values_are_refused_with_their_path() {
         &err,
         &["controlPlane.joinEndpoint", "must start with https://"],
     );
+    // Edges send credentials to every export: plain text is refused.
+    for (from, to) in [
+        ("messaging: amqps://", "messaging: amqp://"),
+        ("ovnSouthbound: ssl:", "ovnSouthbound: tcp:"),
+        ("identity: https://", "identity: http://"),
+    ] {
+        let err = with_manifest(|y| y.replace(from, to));
+        let name = from.split(':').next().unwrap();
+        assert_contains(&err, &[&format!("controlPlane.exports.{name}")]);
+    }
+    let err = with_manifest(|y| y.replace("messaging: amqps://", "messaging: amqp://"));
+    assert_contains(&err, &["only TLS is accepted"]);
     let err = with_manifest(|y| y.replace("  novaCompute: |", "  keystone: |"));
     assert_contains(
         &err,
@@ -82,33 +109,36 @@ fn bad_values_are_refused_with_their_path() {
 
 #[test]
 fn a_newer_format_version_is_refused_before_its_fields() {
-    // Version 3 may add fields; the version is what to report, not them.
-    let err = with_manifest(|y| y.replace("formatVersion: 2", "formatVersion: 3\nnewThing: 1"));
+    // Version 4 may add fields; the version is what to report, not them.
+    let err = with_manifest(|y| y.replace("formatVersion: 3", "formatVersion: 4\nnewThing: 1"));
     assert_contains(
         &err,
         &[
-            "formatVersion 3",
-            "reads only formatVersion 2",
+            "formatVersion 4",
+            "reads only formatVersion 3",
             "upgrade dcn on this host",
         ],
     );
-    let err = with_manifest(|y| y.replace("formatVersion: 2\n", ""));
+    let err = with_manifest(|y| y.replace("formatVersion: 3\n", ""));
     assert_contains(&err, &["missing field `formatVersion`"]);
 }
 
 #[test]
-fn a_version_1_bundle_is_sent_back_to_be_exported_again() {
-    // Format 1 spelled each edge service as a field; its manifest still
-    // parses as 2, so only the version can tell the operator what to do.
-    let err = with_manifest(|y| y.replace("formatVersion: 2", "formatVersion: 1"));
-    assert_contains(
-        &err,
-        &[
-            "formatVersion 1, written by an older dcn",
-            "reads only formatVersion 2",
-            "dcn bundle export --site SITE",
-        ],
-    );
+fn older_bundles_are_sent_back_to_be_exported_again() {
+    // Format 1 spelled each edge service as a field, format 2 each
+    // endpoint; only the version can tell the operator what to do.
+    for old in [1, 2] {
+        let err =
+            with_manifest(|y| y.replace("formatVersion: 3", &format!("formatVersion: {old}")));
+        assert_contains(
+            &err,
+            &[
+                &format!("formatVersion {old}, written by an older dcn"),
+                "reads only formatVersion 3",
+                "dcn bundle export --site SITE",
+            ],
+        );
+    }
 }
 
 #[test]

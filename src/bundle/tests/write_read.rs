@@ -234,12 +234,12 @@ fn inspect_shows_everything_but_the_secret() {
     assert_contains(
         &text,
         &[
-            "Join bundle for site edge1 (format 2)",
+            "Join bundle for site edge1 (format 3)",
             "2026-09-22T14:13:20Z (expires in 23h 59m)",
             "https://10.240.0.10:9443",
             "identity       https://cp.lab.example:5000/v3",
-            "cp.lab.example:5671 (TLS)",
-            "ssl:10.240.0.10:6642",
+            "messaging      amqps://cp.lab.example:5671",
+            "ovnSouthbound  ssl:10.240.0.10:6642",
             "10.240.0.10    cp.lab.example cp",
             "novaCompute (23 bytes):",
             "      debug = true",
@@ -256,6 +256,7 @@ fn inspect_shows_everything_but_the_secret() {
             "\"tokenId\":\"abc123\"",
             "\"pinChecked\":false",
             "\"expired\":false",
+            "\"ovnSouthbound\":\"ssl:10.240.0.10:6642\"",
         ],
     );
     let secret = TOKEN_TEXT.split_once('.').unwrap().1;

@@ -4,7 +4,6 @@
 
 use crate::deploy::digest;
 use crate::engine::{Context, Step};
-use crate::host::Cmd;
 use crate::host::systemd::Systemd;
 use crate::recipes::{ServiceRecipe, Values};
 use anyhow::{Result, bail};
@@ -40,13 +39,10 @@ impl Step for DisableUnits {
     }
 
     fn apply(&self, ctx: &Context) -> Result<()> {
+        let systemd = Systemd::new(ctx.host.runner.as_ref());
         for u in &self.units {
             // Absent units (a package not installed) are fine.
-            ctx.host.runner.run(
-                &Cmd::new(format!("disabling {u}"), "systemctl")
-                    .args(["disable", "--now", "--quiet", "--no-reload", u])
-                    .unchecked(),
-            )?;
+            systemd.disable_now_if_present(&[u])?;
         }
         Ok(())
     }

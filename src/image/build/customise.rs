@@ -2,7 +2,8 @@
 //! installer unit, written on an overlay over the cached package tree.
 
 use super::DCN_IN_IMAGE;
-use crate::host::{Cmd, Runner};
+use crate::host::Runner;
+use crate::host::systemd::Systemd;
 use crate::image::mounts::Mounts;
 use crate::image::recipe::RecipeDir;
 use anyhow::{Context, Result};
@@ -51,11 +52,8 @@ pub(super) fn customise(
         &crate::host::FileSpec::public(),
     )?;
     let _ = std::fs::remove_file(merged.join(".dcn-complete"));
-    runner.run(
-        &Cmd::new("enabling the installer in the live system", "systemctl")
-            .arg(format!("--root={}", merged.display()))
-            .args(["enable", "dcn-install.service"]),
-    )?;
+    // The installer runs when the live system boots.
+    Systemd::for_tree(runner, &merged).enable(&["dcn-install.service"])?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use crate::config::types::PackageSource;
 use crate::host::apt::{Apt, DebconfAnswer};
 use crate::host::chroot::ChrootRunner;
 use crate::host::debian;
+use crate::host::systemd::Systemd;
 use crate::host::{Cmd, Files, Runner};
 use crate::image::mounts::Mounts;
 use crate::image::recipe::RecipeDir;
@@ -123,12 +124,8 @@ fn install_packages(
         .filter(|u| unit_exists(root, u))
         .collect();
     if !present.is_empty() {
-        runner.run(
-            &Cmd::new("disabling the edge services until `dcn join`", "systemctl")
-                .arg(format!("--root={}", root.display()))
-                .arg("disable")
-                .args(present.iter().copied()),
-        )?;
+        // Until `dcn join` configures them.
+        Systemd::for_tree(runner, root).disable(&present)?;
     }
     mounts.unmount_all()?;
     Ok(())

@@ -29,6 +29,7 @@ pub mod target;
 use super::embed;
 use super::firstboot;
 use super::mounts::Mounts;
+use crate::host::systemd::Systemd;
 use crate::host::{Cmd, Files, Runner, SystemRunner};
 use crate::join::protocol::Phase;
 use anyhow::{Context, Result, bail};
@@ -72,7 +73,7 @@ pub fn run(args: &Options) -> Result<()> {
             ));
             progress.finish_reports(Phase::DiskWritten, "rebooting into the installed system");
             if !args.no_reboot {
-                runner.run(&Cmd::new("rebooting", "systemctl").arg("reboot").unchecked())?;
+                Systemd::new(&runner).reboot()?;
             }
             Ok(())
         }
@@ -284,20 +285,11 @@ fn install(
         &template,
         &layout,
     )?;
-    runner.run(
-        &Cmd::new("enabling the network and the first-boot join", "systemctl")
-            .arg(format!("--root={TARGET}"))
-            .args(["enable", "systemd-networkd.service", firstboot::UNIT_NAME]),
-    )?;
-    runner.run(
-        &Cmd::new(
-            "disabling the installer on the installed system",
-            "systemctl",
-        )
-        .arg(format!("--root={TARGET}"))
-        .args(["disable", "dcn-install.service"])
-        .unchecked(),
-    )?;
+    // The network and the first-boot join start at boot; the installer
+    // does not.
+    let installed = Systemd::for_tree(runner, TARGET);
+    installed.enable(&["systemd-networkd.service", firstboot::UNIT_NAME])?;
+    installed.disable_if_present(&["dcn-install.service"])?;
     progress.say(&format!(
         "wrote the node's settings: hostname {}, {} interface(s), bundle {} (0600), {}",
         node.hostname,

@@ -69,7 +69,7 @@ pub fn deploy(
         .map(|s| s.service.clone())
         .collect();
     let facts = crate::standalone::values::HostFacts::detect(files.root());
-    let values = Arc::new(values(&bundle.manifest, creds, hostname, address, &facts));
+    let values = Arc::new(values(&bundle.manifest, creds, hostname, address, &facts)?);
     // The site config this node applied since it joined wins over the
     // bundle's (the control plane's at export): one writer per drop-in.
     let custom: BTreeMap<String, String> = match crate::join::config_sync::Applied::load(host)? {
@@ -144,37 +144,53 @@ fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
     Ok(())
 }
 
-/// The values an edge's compute services are rendered with: TLS
-/// everywhere, the site's own users.
+/// The values an edge's compute services are rendered with: the control
+/// plane's exports as they are in the bundle, TLS everywhere, the site's
+/// own users.
 pub(crate) fn values(
     manifest: &crate::bundle::Manifest,
     creds: &Credentials,
     hostname: &str,
     address: IpAddr,
     facts: &crate::standalone::values::HostFacts,
-) -> Values {
+) -> Result<Values> {
     let cp = &manifest.control_plane;
-    let cp_host = cp.messaging.host.to_string();
-    let ca = crate::standalone::values::PUBLIC_CA;
-    let identity = cp.endpoints.identity.as_str();
-    let auth = identity
-        .trim_end_matches('/')
+    let export = |name: &str| {
+        cp.exports.get(name).with_context(|| {
+            format!(
+                "the bundle's controlPlane.exports has no {name}; export a new bundle with this dcn"
+            )
+        })
+    };
+    let identity = export("identity")?;
+    let messaging = export("messaging")?;
+    let auth = (identity.as_str().trim_end_matches('/'))
         .trim_end_matches("/v3")
         .to_string();
-    let mut v = Values::default();
-    let set = |m: &mut BTreeMap<String, String>, k: &str, val: &str| {
-        m.insert(k.to_string(), val.to_string());
+    let ca = crate::standalone::values::PUBLIC_CA;
+    let strings = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        (pairs.iter())
+            .map(|(k, val)| (k.to_string(), val.to_string()))
+            .collect()
     };
-    set(&mut v.cp, "address", &cp_host);
-    set(&mut v.cp, "region", cp.region.as_str());
-    set(&mut v.cp, "authUrl", &auth);
-    set(&mut v.cp, "publicAuthUrl", &auth);
-    set(&mut v.cp, "cafile", ca);
-    v.host = facts.host_values(hostname, &address.to_string());
-    v.roles = vec!["edge".into()];
-    set(&mut v.network, "encapsulation", "geneve");
-    set(&mut v.network, "bridgeMappings", "physnet1:br-ex");
-    set(&mut v.network, "bridges", "br-ex");
+    let mut v = Values {
+        export: crate::recipes::exports::as_values(&cp.exports),
+        cp: strings(&[
+            ("address", identity.host()),
+            ("region", cp.region.as_str()),
+            ("authUrl", &auth),
+            ("publicAuthUrl", &auth),
+            ("cafile", ca),
+        ]),
+        host: facts.host_values(hostname, &address.to_string()),
+        roles: vec!["edge".into()],
+        network: strings(&[
+            ("encapsulation", "geneve"),
+            ("bridgeMappings", "physnet1:br-ex"),
+            ("bridges", "br-ex"),
+        ]),
+        ..Values::default()
+    };
     v.password.insert(
         "metadata_secret".into(),
         creds.metadata_secret.expose().into(),
@@ -183,25 +199,23 @@ pub(crate) fn values(
         .insert("site_rabbit".into(), creds.rabbit_password.expose().into());
     ComputeLink {
         transport_url: format!(
-            "rabbit://{}:{}@{}:{}/",
+            "rabbit://{}:{}@{}/",
             creds.rabbit_user,
             creds.rabbit_password.expose(),
-            cp.messaging.host,
-            cp.messaging.port.0
+            messaging.host_port()
         ),
-        rabbit_tls: cp.messaging.tls,
+        rabbit_tls: messaging.scheme() == "amqps",
         ca_file: ca.into(),
-        sb_connection: cp.ovn_southbound.to_string(),
+        sb_connection: export("ovnSouthbound")?.to_string(),
         sb_tls: true,
         service_user: creds.service_user.clone(),
         service_password: creds.service_password.expose().into(),
-        novncproxy_url: cp.endpoints.novncproxy.to_string(),
         interface: Interface::Public,
-        metadata_host: cp_host,
+        metadata_host: identity.host().to_string(),
         metadata_tls: true,
         zone: manifest.site.to_string(),
         config_drive: manifest.config_drive,
     }
     .apply_to(&mut v);
-    v
+    Ok(v)
 }

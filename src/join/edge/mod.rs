@@ -105,29 +105,12 @@ pub fn preflight(host: &Host, ignore: &[String], rejoined: bool) -> Result<()> {
     Ok(())
 }
 
-/// Every control-plane endpoint an edge uses, as (name, host:port).
+/// Every control-plane endpoint an edge uses, as (export name,
+/// host:port).
 pub fn endpoints(bundle: &VerifiedBundle) -> Vec<(String, String)> {
-    let cp = &bundle.manifest.control_plane;
-    let hostport = |url: &str| {
-        let rest = url.split_once("://").map(|x| x.1).unwrap_or(url);
-        rest.split('/').next().unwrap_or(rest).to_string()
-    };
-    let e = &cp.endpoints;
-    let mut v = vec![
-        ("keystone".to_string(), hostport(e.identity.as_str())),
-        ("placement".into(), hostport(e.placement.as_str())),
-        ("nova".into(), hostport(e.compute.as_str())),
-        ("glance".into(), hostport(e.image.as_str())),
-        ("neutron".into(), hostport(e.network.as_str())),
-        (
-            "RabbitMQ (AMQPS)".into(),
-            format!("{}:{}", cp.messaging.host, cp.messaging.port.0),
-        ),
-    ];
-    if let Some(sb) = cp.ovn_southbound.as_str().strip_prefix("ssl:") {
-        v.push(("OVN southbound".into(), sb.to_string()));
-    }
-    v
+    (bundle.manifest.control_plane.exports.iter())
+        .map(|(name, e)| (name.clone(), e.host_port()))
+        .collect()
 }
 
 /// Whether a TCP connection to `target` succeeds.

@@ -12,6 +12,7 @@
 //! pool named `default`, which must exist and be active.
 
 use super::{BMC_USER, Material, Site, WHEELHOUSE_MOUNT, domain, inventory};
+use crate::host::systemd::Systemd;
 use crate::host::{Cmd, FileSpec, Files, Runner};
 use crate::lab::ContainerRunner;
 use anyhow::{Context, Result, bail};
@@ -82,23 +83,11 @@ pub fn seed(
             _ => {}
         }
     }
-    let root = format!("--root={}", rootfs.display());
-    runner.run(
-        &Cmd::new("enabling libvirtd and the BMC emulator", "systemctl").args([
-            root.as_str(),
-            "enable",
-            "--quiet",
-            "libvirtd.service",
-            UNIT,
-        ]),
-    )?;
-    runner.run(
-        &Cmd::new(
-            "masking libvirt-guests (stopping the BMC is a power cut)",
-            "systemctl",
-        )
-        .args([root.as_str(), "mask", "--quiet", "libvirt-guests.service"]),
-    )?;
+    let systemd = Systemd::for_tree(runner, rootfs);
+    systemd.enable(&["libvirtd.service", UNIT])?;
+    // Stopping the BMC is a power cut: libvirt-guests must not shut the
+    // guests down first.
+    systemd.mask(&["libvirt-guests.service"])?;
     Ok(())
 }
 
@@ -251,7 +240,7 @@ pub fn set_up(
         format!("{BMC_USER}:{hash}\n").as_bytes(),
         &FileSpec::secret(),
     )?;
-    bmc.run(&Cmd::new("starting the BMC emulator", "systemctl").args(["start", UNIT]))?;
+    Systemd::new(bmc).start(UNIT)?;
     wait_until_answering(cp, bmc, site, m, limit)
 }
 

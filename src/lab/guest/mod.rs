@@ -25,7 +25,6 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The Debian packages the guest is made of.
 const KERNEL_META_PACKAGE: &str = "linux-image-cloud-amd64";
@@ -91,12 +90,8 @@ pub fn ensure(runner: &dyn Runner, cache: &Path) -> Result<GuestImage> {
     let debs = dir.join("debs");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
-    runner.run(
-        &Cmd::new("downloading the guest's kernel and busybox", "apt-get")
-            .args(["-q", "download", &kernel_package, BUSYBOX_PACKAGE])
-            .cwd(&debs)
-            .timeout(Duration::from_secs(600)),
-    )?;
+    crate::host::apt::download_debs(runner, &[&kernel_package, BUSYBOX_PACKAGE], &debs)
+        .context("downloading the guest's kernel and busybox")?;
     let tree = dir.join("tree");
     for entry in std::fs::read_dir(&debs)? {
         let deb = entry?.path();
