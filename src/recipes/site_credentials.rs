@@ -51,6 +51,11 @@ impl std::fmt::Display for NodeAccount {
 }
 
 impl SiteCredential<'_> {
+    /// A user of the node's own (with a username), not a shared secret.
+    pub fn is_account(&self) -> bool {
+        *self.kind != SiteCredentialRecipe::ControlPlaneSecret
+    }
+
     /// The account this credential is on `hostname`; `None` for a shared
     /// control-plane secret.
     pub fn account(&self, hostname: &str) -> Result<Option<NodeAccount>> {
@@ -141,9 +146,7 @@ pub(super) fn check(recipes: &Recipes) -> Result<()> {
                 c.name
             );
         }
-        if *c.kind == SiteCredentialRecipe::ControlPlaneSecret
-            && !passwords.iter().any(|p| *p == c.name)
-        {
+        if !c.is_account() && !passwords.iter().any(|p| *p == c.name) {
             bail!(
                 "{}: a controlPlaneSecret must be a password a service declares under `passwords:`",
                 what()

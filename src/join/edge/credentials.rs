@@ -47,8 +47,7 @@ impl Credentials {
     /// user exactly when the recipe says so.
     fn check(&self, recipes: &crate::recipes::Recipes) -> Result<()> {
         for (name, c) in recipes.site_credentials()? {
-            let user = c.account("x")?.is_some();
-            if self.get(name)?.username.is_some() != user {
+            if self.get(name)?.username.is_some() != c.is_account() {
                 bail!(
                     "the join service's site credential {name} is not the kind this dcn's recipe {} declares; run the control plane's dcn version on this host, then join again",
                     c.service
