@@ -132,9 +132,8 @@ async fn route(
                 410,
                 "protocol-too-old",
                 &format!(
-                    "this host's dcn speaks join protocol v1, which the control plane's dcn {} no longer answers; run dcn {} on the host (boot the site's ISO again, or copy the control plane's dcn binary), then join again",
-                    env!("CARGO_PKG_VERSION"),
-                    env!("CARGO_PKG_VERSION")
+                    "this host's dcn speaks join protocol v1, which the control plane's dcn {v} no longer answers; run dcn {v} on the host (boot the site's ISO again, or copy the control plane's dcn binary), then join again",
+                    v = env!("CARGO_PKG_VERSION")
                 ),
             ),
             String::new(),

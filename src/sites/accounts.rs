@@ -75,11 +75,6 @@ impl ControlPlaneAccounts {
         let config = crate::deployment::saved_config(&self.host.files)?;
         provision::admin_cloud(&self.host, config.control_plane.region.as_str())
     }
-
-    /// Delete every account of `hostname`.
-    pub fn revoke(&self, hostname: &str) -> Result<()> {
-        revoke(self, &Recipes::embedded()?, hostname)
-    }
 }
 
 impl NodeAccounts for ControlPlaneAccounts {

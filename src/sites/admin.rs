@@ -196,7 +196,8 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
     };
     let config = saved_config(&host.files)?;
     let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
-    ControlPlaneAccounts { host: host.clone() }.revoke(hostname)?;
+    let accounts = ControlPlaneAccounts { host: host.clone() };
+    super::accounts::revoke(&accounts, &crate::recipes::Recipes::embedded()?, hostname)?;
     let mut dead = node.clone();
     dead.secret_hash = String::new();
     dead.key_pin = None;
