@@ -138,7 +138,7 @@ fn idle_and_slow_clients_are_cut_off() {
     tls.sock
         .set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    tls.write_all(b"POST /v1/join HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+    tls.write_all(b"POST /v2/join HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
         .unwrap();
     let start = Instant::now();
     let mut answer = Vec::new();

@@ -12,6 +12,8 @@ use dcn::bundle::JoinToken;
 use dcn::join::client::{JoinClient, Refused};
 use dcn::join::protocol::JoinRequest;
 use dcn::pki::CertificateAuthority;
+use dcn::recipes::site_credentials::NodeAccount;
+use dcn::secrets::PasswordStore;
 use dcn::sites::Registry;
 use join_server::{ControlPlane, token};
 
@@ -62,10 +64,40 @@ fn joins_and_refusals_over_https() {
         .join(&request_with_key(&good, "node1", &key))
         .unwrap();
     assert_eq!(reply.site, "edge1");
-    // Accounts of the node's own, not of its site.
-    assert_eq!(reply.messaging.username, "dcn-node-node1");
-    assert_eq!(reply.messaging.password, "rabbit-node1-1");
-    assert_eq!(reply.service_user.password, "keystone-node1-1");
+    // The credentials the edge recipes declare: accounts of the node's
+    // own (not of its site) with the passwords the accounts were given,
+    // and the control plane's metadata secret.
+    assert_eq!(
+        reply.credentials.keys().collect::<Vec<_>>(),
+        ["compute_service", "metadata_secret", "site_rabbit"]
+    );
+    let rabbit = NodeAccount::Rabbitmq {
+        username: "dcn-node-node1".into(),
+        access: dcn::recipes::RabbitAccess::ComputeNode,
+    };
+    let keystone = NodeAccount::Keystone {
+        username: "dcn-node-node1".into(),
+    };
+    let given = |name: &str, account: &NodeAccount| {
+        let c = &reply.credentials[name];
+        assert_eq!(c.username.as_deref(), Some(account.username()));
+        assert_eq!(
+            Some(&c.password),
+            cp.accounts.password("node1", account).as_ref()
+        );
+    };
+    given("site_rabbit", &rabbit);
+    given("compute_service", &keystone);
+    assert_ne!(
+        reply.credentials["site_rabbit"].password,
+        reply.credentials["compute_service"].password
+    );
+    let shared = PasswordStore::load(&cp.files).unwrap();
+    assert_eq!(reply.credentials["metadata_secret"].username, None);
+    assert_eq!(
+        &reply.credentials["metadata_secret"].password,
+        shared.get("metadata_secret").unwrap()
+    );
     // Its certificate comes from a CA of its own, which the OVN SB trusts
     // (and the dcn CA did not sign: the SB does not trust that one).
     let record = reg.node("node1").unwrap().unwrap();
@@ -87,7 +119,14 @@ fn joins_and_refusals_over_https() {
     let again = client
         .join(&request_with_key(&good, "node1", &key))
         .unwrap();
-    assert_eq!(again.messaging.password, "rabbit-node1-2");
+    assert_ne!(
+        again.credentials["site_rabbit"].password,
+        reply.credentials["site_rabbit"].password
+    );
+    assert_eq!(
+        Some(&again.credentials["site_rabbit"].password),
+        cp.accounts.password("node1", &rabbit).as_ref()
+    );
     assert_eq!(reg.token(&good.id).unwrap().unwrap().uses, 1);
     let before = reg.node("node1").unwrap();
     // Anyone else naming node1 gets nothing, even with the site's token:
@@ -105,7 +144,11 @@ fn joins_and_refusals_over_https() {
         before,
         "the refused requests changed nothing"
     );
-    assert_eq!(cp.accounts.grants.lock().unwrap().len(), 2);
+    assert_eq!(
+        cp.accounts.count(),
+        4,
+        "two accounts per join, none refused"
+    );
 
     // Each refusal names its reason.
     assert!(refusal(&client, &request(&good, "node2")).starts_with("token-used-up"));
@@ -151,4 +194,40 @@ fn the_service_only_talks_tls_with_its_ca_and_rate_limits() {
         }
     }
     assert!(limited, "40 quick requests from one address hit the limit");
+}
+
+/// A host and a control plane of different join protocols are told so, and
+/// nothing is provisioned: the older dcn's `POST /v1/join` is refused before
+/// its body is read, and a join service without `/v2/join` (here: a base
+/// URL under which the service has nothing) is named as older.
+#[test]
+fn a_join_across_protocol_versions_is_refused_with_what_to_run() {
+    let cp = control_plane();
+    let reg = Registry::new(&cp.files);
+    let t = token(&reg, "edge1", 3600, 1);
+    let body = serde_json::to_string(&request(&t, "old1")).unwrap();
+    let reply = cp.raw_https(
+        format!(
+            "POST /v1/join HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    assert!(reply.starts_with("HTTP/1.1 410"), "{reply}");
+    assert!(
+        reply.contains("protocol-too-old")
+            && reply.contains(&format!("run dcn {}", env!("CARGO_PKG_VERSION"))),
+        "{reply}"
+    );
+    assert_eq!(reg.token(&t.id).unwrap().unwrap().uses, 0);
+    assert!(reg.node("old1").unwrap().is_none());
+    assert_eq!(cp.accounts.count(), 0);
+
+    let elsewhere = JoinClient::new(&format!("{}/older", cp.endpoint), cp.ca.cert_pem()).unwrap();
+    let err = format!("{:#}", elsewhere.join(&request(&t, "new1")).unwrap_err());
+    assert!(
+        err.contains("does not know /v2/join") && err.contains("upgrade dcn on the control plane"),
+        "{err}"
+    );
+    assert_eq!(cp.accounts.count(), 0);
 }

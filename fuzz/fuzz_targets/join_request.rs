@@ -1,4 +1,4 @@
-//! Feed arbitrary bytes to the join service as a `POST /v1/join` body,
+//! Feed arbitrary bytes to the join service as a `POST /v2/join` body,
 //! against a control plane's state in a private temporary directory (its
 //! CA, a site, and a token whose text the seed corpus holds, so the fuzzer
 //! gets past the token check to the host name, address and CSR). Node
@@ -10,8 +10,9 @@
 use dcn::bundle::JoinToken;
 use dcn::host::{FileSpec, Files, Host};
 use dcn::pki::CertificateAuthority;
+use dcn::recipes::site_credentials::NodeAccount;
 use dcn::secrets::{PasswordStore, Secret};
-use dcn::sites::accounts::{NodeAccounts, NodeCredentials};
+use dcn::sites::accounts::NodeAccounts;
 use dcn::sites::{Registry, Site, TokenRecord};
 use dcn::timefmt::rfc3339;
 use libfuzzer_sys::fuzz_target;
@@ -24,14 +25,10 @@ const TOKEN: &str = "fuzzed.abcdefghijklmnopqrstuvwxyz012345";
 struct Counted;
 
 impl NodeAccounts for Counted {
-    fn grant(&self, hostname: &str) -> anyhow::Result<NodeCredentials> {
-        Ok(NodeCredentials {
-            username: dcn::sites::accounts::node_user(hostname),
-            rabbit_password: Secret::new("r"),
-            keystone_password: Secret::new("k"),
-        })
+    fn ensure(&self, _: &str, _: &NodeAccount, _: &Secret) -> anyhow::Result<()> {
+        Ok(())
     }
-    fn revoke(&self, _: &str) -> anyhow::Result<()> {
+    fn delete(&self, _: &str, _: &NodeAccount) -> anyhow::Result<()> {
         Ok(())
     }
 }

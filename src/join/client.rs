@@ -67,6 +67,14 @@ impl JoinClient {
             .json(req)
             .send()
             .with_context(|| format!("sending the join request to {}", self.base))?;
+        // A join service from before `JOIN_PATH` knows no such endpoint.
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            anyhow::bail!(
+                "the join service at {} does not know {JOIN_PATH}: the control plane runs an older dcn than this host ({}); upgrade dcn on the control plane, or join with the dcn version it runs",
+                self.base,
+                env!("CARGO_PKG_VERSION")
+            );
+        }
         Self::decode(resp, "the join request")
     }
 

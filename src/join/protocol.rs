@@ -2,9 +2,12 @@
 //! control plane's join service): JSON over HTTPS, the server's certificate
 //! issued by the CA the edge trusts through its bundle (and pin).
 //!
-//! - `POST /v1/join`: a join token, the host's name and address, and a CSR
-//!   (the node's key never leaves it). The reply carries the site's
-//!   credentials, the node's certificate and a node secret.
+//! - `POST /v2/join`: a join token, the host's name and address, and a CSR
+//!   (the node's key never leaves it). The reply carries the node's
+//!   certificate, a node secret and its site credentials by the names the
+//!   edge role's recipes declare ([`crate::recipes::site_credentials`]).
+//!   `POST /v1/join` (dcn before site credentials, whose reply had fixed
+//!   fields) is refused with `protocol-too-old` and what to do.
 //! - `GET /v1/nodes/{hostname}`: `Authorization: Bearer <node secret>`; what
 //!   the control plane sees of the node (its compute service, cell, aggregate
 //!   and resource provider). The edge holds no admin rights to ask itself.
@@ -23,7 +26,9 @@
 
 use serde::{Deserialize, Serialize};
 
-pub const JOIN_PATH: &str = "/v1/join";
+pub const JOIN_PATH: &str = "/v2/join";
+/// Joins of an older dcn, refused with advice.
+pub const OLD_JOIN_PATH: &str = "/v1/join";
 pub const HEALTH_PATH: &str = "/v1/health";
 pub const NODES_PATH: &str = "/v1/nodes/";
 pub const PROGRESS_PATH: &str = "/v1/progress";
@@ -54,22 +59,14 @@ pub struct JoinRequest {
     pub dcn_version: String,
 }
 
-/// Credentials of a user (RabbitMQ or keystone).
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UserCredentials {
-    pub username: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for UserCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "UserCredentials {{ username: {:?}, password: <redacted> }}",
-            self.username
-        )
-    }
+/// One site credential: a user of the node's own (RabbitMQ or keystone)
+/// or, without a username, a secret shared with the control plane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SiteCredential {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    pub password: crate::secrets::Secret,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,10 +77,8 @@ pub struct JoinReply {
     pub node_certificate: String,
     /// Bearer secret for `GET /v1/nodes/{hostname}`.
     pub node_secret: String,
-    pub messaging: UserCredentials,
-    pub service_user: UserCredentials,
-    /// nova's metadata proxy shared secret.
-    pub metadata_secret: String,
+    /// By the names the edge role's recipes declare.
+    pub credentials: std::collections::BTreeMap<String, SiteCredential>,
 }
 
 /// A refusal, with a machine-readable reason and a message for the operator.

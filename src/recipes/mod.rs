@@ -10,6 +10,7 @@ pub mod compute_link;
 pub mod exports;
 mod render;
 mod schema;
+pub mod site_credentials;
 
 pub use render::{RenderedFile, Values, render_files, render_str};
 pub use schema::*;
@@ -90,6 +91,7 @@ impl Recipes {
             }
         }
         exports::check_unique(self)?;
+        site_credentials::check(self)?;
         for role in self.roles.values() {
             for s in &role.services {
                 if !self.services.contains_key(s) {

@@ -29,6 +29,9 @@ pub struct Values {
     /// What the control plane exports to edges, by export name: the same
     /// on the control plane and on every edge (see [`super::exports`]).
     pub export: BTreeMap<String, String>,
+    /// Usernames of the node's site credentials, by credential name
+    /// (edges only; see [`super::site_credentials`]).
+    pub user: BTreeMap<String, String>,
     /// Passwords by name. Secret: see [`Values::is_secret`].
     pub password: BTreeMap<String, String>,
 }

@@ -113,15 +113,7 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
 fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     let recipes = Recipes::embedded().unwrap();
     let manifest = super::tests::sample_manifest(&recipes, &BTreeMap::new());
-    let creds = crate::join::edge::Credentials {
-        site: "edge1".into(),
-        rabbit_user: "site-edge1".into(),
-        rabbit_password: Secret::new("rabbit-pw"),
-        service_user: "site-edge1".into(),
-        service_password: Secret::new("service-pw"),
-        metadata_secret: Secret::new("metadata-pw"),
-        node_secret: Secret::new("node-pw"),
-    };
+    let creds = crate::join::edge::Credentials::sample(&recipes, "edge1", "edge1-n1");
     let values = crate::join::edge::values(
         &manifest,
         &creds,

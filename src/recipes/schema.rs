@@ -62,6 +62,12 @@ pub struct ServiceRecipe {
     /// rendered; every host renders `{{ export.<name> }}` to the same text.
     #[serde(default)]
     pub exports: BTreeMap<String, String>,
+    /// What each node of a site needs to run the service, by the name its
+    /// templates use (`{{ password.<name> }}`, `{{ user.<name> }}`): the
+    /// join service provisions them for the edge role's services and sends
+    /// them in its reply (see [`super::site_credentials`]).
+    #[serde(default)]
+    pub site_credentials: BTreeMap<String, SiteCredentialRecipe>,
     /// Commands run once after the files are written (database schema
     /// syncs, cell mappings); again only when their inputs change.
     #[serde(default)]
@@ -86,6 +92,36 @@ pub struct ServiceRecipe {
         deserialize_with = "serde_yaml::with::singleton_map_recursive::deserialize"
     )]
     pub health: Vec<HealthCheck>,
+}
+
+/// One credential a joining node gets, by kind.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum SiteCredentialRecipe {
+    /// A RabbitMQ user of the node's own, `username` templated with
+    /// `host.hostname`, allowed what `access` names.
+    #[serde(rename_all = "camelCase")]
+    RabbitmqUser {
+        username: String,
+        access: RabbitAccess,
+    },
+    /// A keystone user of the node's own in the `service` project, with
+    /// the admin and service roles (as the control plane's service users).
+    #[serde(rename_all = "camelCase")]
+    KeystoneUser { username: String },
+    /// One of the control plane's own passwords (declared under
+    /// `passwords:` by a control-plane service), the same for every node:
+    /// a secret both sides must share, such as nova's metadata secret.
+    ControlPlaneSecret,
+}
+
+/// What a node's RabbitMQ user may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RabbitAccess {
+    /// nova-compute's own queues and exchanges, and nothing of any other
+    /// node or service (`sites::provision::RabbitPermissions::compute_node`).
+    ComputeNode,
 }
 
 /// Init phases a service can belong to, in run order.

@@ -180,7 +180,7 @@ fn uwsgi_worker_options_follow_the_ini() {
 /// entry, which the bundle then exports to the edge.
 #[test]
 fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files() {
-    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}', glance_api_servers: '{{ export.image }}'}\n    keystone_authtoken: {www_authenticate_uri: '{{ export.volumev3 }}'}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
+    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nsiteCredentials:\n  cinder_service: {kind: keystoneUser, username: 'dcn-cinder-{{ host.hostname }}'}\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  mode: '0640'\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}', glance_api_servers: '{{ export.image }}'}\n    keystone_authtoken: {www_authenticate_uri: '{{ export.volumev3 }}'}\n  keystoneAuth:\n    nova: {username: '{{ user.cinder_service }}', password: cinder_service}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
     let mut files = embedded_files();
     for (path, text) in &mut files {
         if path.ends_with("roles/edge.yaml") {
@@ -248,9 +248,38 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         .get("volumev3")
         .map(|e| e.to_string());
     assert_eq!(volume.as_deref(), Some("https://10.240.0.10:8776/v3"));
-    let mut values = Values::default();
-    values.host.insert("hostname".into(), "edge1-n1".into());
-    values.export = crate::recipes::exports::as_values(&manifest.control_plane.exports);
+    // The join service provisions its user by kind, and the edge renders
+    // with what the reply carries.
+    let accounts = RecordingAccounts::default();
+    let mut shared = crate::secrets::PasswordStore::default();
+    shared.ensure(["metadata_secret"]);
+    let given = crate::sites::accounts::grant(&accounts, &recipes, &shared, "edge1-n1").unwrap();
+    let cinder = crate::recipes::site_credentials::NodeAccount::Keystone {
+        username: "dcn-cinder-edge1-n1".into(),
+    };
+    assert!(accounts.0.lock().unwrap().contains(&cinder), "{accounts:?}");
+    assert_eq!(
+        given["cinder_service"].username.as_deref(),
+        Some("dcn-cinder-edge1-n1")
+    );
+    let creds = crate::join::edge::Credentials {
+        site: "edge1".into(),
+        node_secret: crate::secrets::Secret::new("n"),
+        credentials: given.clone(),
+    };
+    let values = crate::join::edge::values(
+        &manifest,
+        &creds,
+        "edge1-n1",
+        "10.240.1.20".parse().unwrap(),
+        &crate::standalone::values::HostFacts {
+            cpus: 2,
+            virt_type: "qemu".into(),
+            container: false,
+            ovs_datapath: "netdev".into(),
+        },
+    )
+    .unwrap();
     let edge: Vec<String> = (recipes.services_for_roles(&["edge"]).unwrap().iter())
         .map(|s| s.service.clone())
         .collect();
@@ -277,17 +306,49 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
             .find(|(p, _)| p == path)
             .map(|(_, d)| d.clone())
     };
+    // It holds the user's password, so the plan shows no diff of it.
+    let note = rendered("/etc/cinder/cinder.conf.d/10-dcn.conf").unwrap();
     assert!(
-        rendered("/etc/cinder/cinder.conf.d/10-dcn.conf")
-            .is_some_and(|d| d.contains("host = edge1-n1")
-                && d.contains("glance_api_servers = https://10.240.0.10:9292")
-                && d.contains("www_authenticate_uri = https://10.240.0.10:8776/v3")),
-        "{planned:?}"
+        !note.contains(given["cinder_service"].password.expose()),
+        "{note}"
     );
+    let service = recipes.service("cinder-volume").unwrap();
+    let files = crate::recipes::render_files(service, &plan.values).unwrap();
+    let conf = &files[0];
+    assert_eq!(conf.path, "/etc/cinder/cinder.conf.d/10-dcn.conf");
+    for line in [
+        "host = edge1-n1",
+        "glance_api_servers = https://10.240.0.10:9292",
+        "www_authenticate_uri = https://10.240.0.10:8776/v3",
+        "username = dcn-cinder-edge1-n1",
+        &format!("password = {}", given["cinder_service"].password.expose()),
+    ] {
+        assert!(conf.contents.contains(line), "{line} in {}", conf.contents);
+    }
     assert!(
         rendered("/etc/cinder/cinder.conf.d/90-custom.conf").is_some(),
         "{planned:?}"
     );
+}
+
+/// The node accounts the join service asks for.
+#[derive(Debug, Default)]
+struct RecordingAccounts(std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>);
+
+impl crate::sites::accounts::NodeAccounts for RecordingAccounts {
+    fn ensure(
+        &self,
+        _: &str,
+        account: &crate::recipes::site_credentials::NodeAccount,
+        _: &crate::secrets::Secret,
+    ) -> Result<()> {
+        self.0.lock().unwrap().push(account.clone());
+        Ok(())
+    }
+
+    fn delete(&self, _: &str, _: &crate::recipes::site_credentials::NodeAccount) -> Result<()> {
+        unreachable!("a join deletes nothing")
+    }
 }
 
 /// The fake service has no certificates.

@@ -11,7 +11,10 @@ use std::fmt;
 /// A secret value. `Debug` prints `<redacted>` and there is no `Display`, so a
 /// secret cannot reach a log line or an error message by accident; call
 /// [`Secret::expose`] where the value really is needed (a file, stdin).
-#[derive(Clone, PartialEq, Eq)]
+/// Serialising writes the value: for the join reply and the node's own
+/// 0600 credentials file, never for anything that is logged.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct Secret(String);
 
 impl Secret {

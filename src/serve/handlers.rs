@@ -4,7 +4,7 @@
 
 use crate::bundle::JoinToken;
 use crate::host::Host;
-use crate::join::protocol::{ErrorReply, JoinReply, JoinRequest, NodeStatus, UserCredentials};
+use crate::join::protocol::{ErrorReply, JoinReply, JoinRequest, NodeStatus};
 use crate::secrets::{PasswordStore, random_string};
 use crate::sites::accounts::NodeAccounts;
 use crate::sites::progress::{Phase, ProgressStore};
@@ -93,7 +93,7 @@ pub(super) fn valid_token(
     Ok((record, site))
 }
 
-/// `POST /v1/join`.
+/// `POST /v2/join`.
 pub fn join(
     host: &Host,
     accounts: &dyn NodeAccounts,
@@ -170,12 +170,10 @@ pub fn join(
         None => {}
     }
     let passwords = PasswordStore::load(&host.files).map_err(internal)?;
-    let metadata_secret = passwords
-        .get("metadata_secret")
-        .map_err(internal)?
-        .expose()
-        .to_string();
-    let credentials = accounts.grant(hostname.as_str()).map_err(internal)?;
+    let recipes = crate::recipes::Recipes::embedded().map_err(internal)?;
+    let credentials =
+        crate::sites::accounts::grant(accounts, &recipes, &passwords, hostname.as_str())
+            .map_err(internal)?;
     let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
     registry
         .save_node(&NodeRecord {
@@ -210,15 +208,7 @@ pub fn join(
         site: site.name,
         node_certificate: issued.cert_pem,
         node_secret,
-        messaging: UserCredentials {
-            username: credentials.username.clone(),
-            password: credentials.rabbit_password.expose().to_string(),
-        },
-        service_user: UserCredentials {
-            username: credentials.username,
-            password: credentials.keystone_password.expose().to_string(),
-        },
-        metadata_secret,
+        credentials,
     })
 }
 

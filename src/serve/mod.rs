@@ -168,7 +168,7 @@ pub fn answer_progress(host: &Host, bearer: Option<&str>, body: &[u8]) -> JoinAn
     progress::answer(host, bearer, body)
 }
 
-/// Answer a `POST /v1/join` body (blocking: it signs, writes the registry
+/// Answer a `POST /v2/join` body (blocking: it signs, writes the registry
 /// and makes accounts). Any bytes may arrive; this is the entry point of
 /// the join-service fuzz target.
 pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> JoinAnswer {

@@ -4,7 +4,7 @@
 use super::{State, answer_join, config, handlers, progress, shown};
 use crate::join::protocol::{
     CONFIG_MAX_BODY, CONFIG_SUFFIX, ErrorReply, HEALTH_PATH, Health, JOIN_PATH, NODES_PATH,
-    PROGRESS_MAX_BODY, PROGRESS_PATH,
+    OLD_JOIN_PATH, PROGRESS_MAX_BODY, PROGRESS_PATH,
 };
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -125,6 +125,19 @@ async fn route(
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }
+        // Refused before the body is read: nothing is provisioned for a
+        // host that could not use what it gets.
+        (Method::POST, OLD_JOIN_PATH) => (
+            error(
+                410,
+                "protocol-too-old",
+                &format!(
+                    "this host's dcn speaks join protocol v1, which the control plane's dcn {v} no longer answers; run dcn {v} on the host (boot the site's ISO again, or copy the control plane's dcn binary), then join again",
+                    v = env!("CARGO_PKG_VERSION")
+                ),
+            ),
+            String::new(),
+        ),
         (Method::POST, PROGRESS_PATH) => {
             let bearer = bearer(&req);
             let body = match read_body(req, PROGRESS_MAX_BODY, body_time).await {

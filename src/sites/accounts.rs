@@ -1,36 +1,68 @@
-//! Each edge node's own accounts on the control plane: a RabbitMQ user and
-//! a keystone user, both named `dcn-node-<hostname>`, made by the join
-//! service when the node joins and deleted when the node is removed or its
-//! site revoked. Per node, not per site, so that removing one node cuts it
-//! off while its neighbours keep working (docs/security.md).
+//! Each edge node's own credentials on the control plane, as the edge
+//! role's recipes declare them ([`crate::recipes::site_credentials`]):
+//! RabbitMQ and keystone users made by the join service when the node
+//! joins and deleted when the node is removed or its site revoked, and the
+//! control-plane secrets it shares. Users are per node, not per site, so
+//! that removing one node cuts it off while its neighbours keep working
+//! (docs/security.md).
 
 use super::provision;
 use crate::host::Host;
-use crate::secrets::{Secret, generate_password};
-use anyhow::Result;
-
-/// The name of a node's RabbitMQ and keystone users.
-pub fn node_user(hostname: &str) -> String {
-    format!("dcn-node-{hostname}")
-}
-
-/// A node's fresh credentials.
-pub struct NodeCredentials {
-    pub username: String,
-    pub rabbit_password: Secret,
-    pub keystone_password: Secret,
-}
+use crate::join::protocol::SiteCredential;
+use crate::recipes::Recipes;
+use crate::recipes::site_credentials::NodeAccount;
+use crate::secrets::{PasswordStore, Secret, generate_password};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
 
 /// Where node accounts live. The control plane's RabbitMQ and keystone in
 /// production ([`ControlPlaneAccounts`]); the join service's tests, which
 /// have neither, record the calls instead.
 pub trait NodeAccounts: Send + Sync {
-    /// Create the node's users, or give existing ones new passwords (the
-    /// old ones stop working at once).
-    fn grant(&self, hostname: &str) -> Result<NodeCredentials>;
-    /// Delete the node's users and close what they have open. Deleting
-    /// users that are already gone succeeds.
-    fn revoke(&self, hostname: &str) -> Result<()>;
+    /// Create the account with `password`, or give the existing one that
+    /// password (the old one stops working at once).
+    fn ensure(&self, hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()>;
+    /// Delete the account and close what it has open. Deleting an account
+    /// that is already gone succeeds.
+    fn delete(&self, hostname: &str, account: &NodeAccount) -> Result<()>;
+}
+
+/// Give `hostname` every site credential: its accounts with fresh
+/// passwords, and the shared secrets from the control plane's passwords.
+pub fn grant(
+    accounts: &dyn NodeAccounts,
+    recipes: &Recipes,
+    passwords: &PasswordStore,
+    hostname: &str,
+) -> Result<BTreeMap<String, SiteCredential>> {
+    let mut out = BTreeMap::new();
+    for (name, c) in recipes.site_credentials()? {
+        let credential = match c.account(hostname)? {
+            Some(account) => {
+                let password = generate_password();
+                (accounts.ensure(hostname, &account, &password))
+                    .with_context(|| format!("making {account} (site credential {name})"))?;
+                SiteCredential {
+                    username: Some(account.username().to_string()),
+                    password,
+                }
+            }
+            None => SiteCredential {
+                username: None,
+                password: passwords.get(name)?.clone(),
+            },
+        };
+        out.insert(name.to_string(), credential);
+    }
+    Ok(out)
+}
+
+/// Delete every account of `hostname`.
+pub fn revoke(accounts: &dyn NodeAccounts, recipes: &Recipes, hostname: &str) -> Result<()> {
+    for account in recipes.node_accounts(hostname)? {
+        (accounts.delete(hostname, &account)).with_context(|| format!("removing {account}"))?;
+    }
+    Ok(())
 }
 
 /// The accounts on this control plane.
@@ -46,26 +78,28 @@ impl ControlPlaneAccounts {
 }
 
 impl NodeAccounts for ControlPlaneAccounts {
-    fn grant(&self, hostname: &str) -> Result<NodeCredentials> {
-        let user = node_user(hostname);
-        let creds = NodeCredentials {
-            rabbit_password: generate_password(),
-            keystone_password: generate_password(),
-            username: user.clone(),
-        };
-        provision::ensure_rabbit_account(
-            &self.host,
-            &user,
-            &creds.rabbit_password,
-            &provision::RabbitPermissions::compute_node(hostname),
-        )?;
-        provision::ensure_keystone_account(&self.cloud()?, &user, &creds.keystone_password)?;
-        Ok(creds)
+    fn ensure(&self, hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()> {
+        match account {
+            NodeAccount::Rabbitmq { username, access } => provision::ensure_rabbit_account(
+                &self.host,
+                username,
+                password,
+                &provision::RabbitPermissions::for_node(*access, hostname),
+            ),
+            NodeAccount::Keystone { username } => {
+                provision::ensure_keystone_account(&self.cloud()?, username, password)
+            }
+        }
     }
 
-    fn revoke(&self, hostname: &str) -> Result<()> {
-        let user = node_user(hostname);
-        provision::remove_rabbit_account(&self.host, &user)?;
-        provision::remove_keystone_account(&self.cloud()?, &user)
+    fn delete(&self, _hostname: &str, account: &NodeAccount) -> Result<()> {
+        match account {
+            NodeAccount::Rabbitmq { username, .. } => {
+                provision::remove_rabbit_account(&self.host, username)
+            }
+            NodeAccount::Keystone { username } => {
+                provision::remove_keystone_account(&self.cloud()?, username)
+            }
+        }
     }
 }

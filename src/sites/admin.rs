@@ -1,7 +1,7 @@
 //! `dcn site list|revoke` and `dcn node list|remove`: what the operator
 //! does with sites and nodes after they joined.
 
-use super::accounts::{ControlPlaneAccounts, NodeAccounts};
+use super::accounts::ControlPlaneAccounts;
 use super::health::{self, PlaneState};
 use super::ovn_access;
 use super::phases::{self, NodePhase};
@@ -144,9 +144,10 @@ pub fn revoke_site(host: &Host, name: &str) -> Result<()> {
     let lock = registry.lock()?;
     let mut site = registry.active_site(name)?;
     let accounts = ControlPlaneAccounts { host: host.clone() };
+    let recipes = crate::recipes::Recipes::embedded()?;
     let mut members = Vec::new();
     for mut node in registry.nodes()?.into_iter().filter(|n| n.site == name) {
-        accounts.revoke(&node.hostname)?;
+        super::accounts::revoke(&accounts, &recipes, &node.hostname)?;
         // Dead for good: a re-admitted site's hosts join with a new token.
         node.secret_hash = String::new();
         node.key_pin = None;
@@ -195,7 +196,8 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
     };
     let config = saved_config(&host.files)?;
     let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
-    ControlPlaneAccounts { host: host.clone() }.revoke(hostname)?;
+    let accounts = ControlPlaneAccounts { host: host.clone() };
+    super::accounts::revoke(&accounts, &crate::recipes::Recipes::embedded()?, hostname)?;
     let mut dead = node.clone();
     dead.secret_hash = String::new();
     dead.key_pin = None;

@@ -1,6 +1,6 @@
 //! What sites and nodes are on the control plane: a nova host aggregate
-//! per site, whose availability zone is the site's name, and a RabbitMQ
-//! and a keystone user per node ([`super::accounts`]).
+//! per site, whose availability zone is the site's name, and the RabbitMQ
+//! and keystone users a node's site credentials are ([`super::accounts`]).
 
 use crate::host::{Cmd, Host};
 use crate::openstack::{Cloud, Credentials, identity};
@@ -55,6 +55,13 @@ pub struct RabbitPermissions {
 }
 
 impl RabbitPermissions {
+    /// What a node's user with `access` may do.
+    pub fn for_node(access: crate::recipes::RabbitAccess, hostname: &str) -> RabbitPermissions {
+        match access {
+            crate::recipes::RabbitAccess::ComputeNode => RabbitPermissions::compute_node(hostname),
+        }
+    }
+
     /// Everything: the control plane's own services.
     pub fn all() -> RabbitPermissions {
         RabbitPermissions {

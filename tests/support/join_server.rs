@@ -11,8 +11,9 @@
 use dcn::bundle::JoinToken;
 use dcn::host::{FileSpec, Files, Host};
 use dcn::pki::CertificateAuthority;
+use dcn::recipes::site_credentials::NodeAccount;
 use dcn::secrets::{PasswordStore, Secret};
-use dcn::sites::accounts::{NodeAccounts, NodeCredentials};
+use dcn::sites::accounts::NodeAccounts;
 use dcn::sites::{Registry, Site, TokenRecord};
 use dcn::timefmt::rfc3339;
 use std::io::{Read, Write};
@@ -30,27 +31,41 @@ pub struct ControlPlane {
     pub accounts: Arc<Accounts>,
 }
 
-/// Node accounts as the join service asks for them: each grant gives new
-/// passwords, numbered so a test can tell them apart.
+/// Node accounts as the join service asks for them: every account it
+/// makes or gives a new password, in order.
 #[derive(Default)]
 pub struct Accounts {
-    pub grants: Mutex<Vec<String>>,
+    pub ensured: Mutex<Vec<(String, NodeAccount, Secret)>>,
+}
+
+impl Accounts {
+    /// How many accounts were made or given new passwords.
+    pub fn count(&self) -> usize {
+        self.ensured.lock().unwrap().len()
+    }
+
+    /// The password `account` of `hostname` was given last.
+    pub fn password(&self, hostname: &str, account: &NodeAccount) -> Option<Secret> {
+        (self.ensured.lock().unwrap().iter().rev())
+            .find(|(h, a, _)| h == hostname && a == account)
+            .map(|(_, _, p)| p.clone())
+    }
 }
 
 impl NodeAccounts for Accounts {
-    fn grant(&self, hostname: &str) -> anyhow::Result<NodeCredentials> {
-        let mut g = self.grants.lock().unwrap();
-        g.push(hostname.to_string());
-        let n = g.len();
-        Ok(NodeCredentials {
-            username: dcn::sites::accounts::node_user(hostname),
-            rabbit_password: Secret::new(format!("rabbit-{hostname}-{n}")),
-            keystone_password: Secret::new(format!("keystone-{hostname}-{n}")),
-        })
+    fn ensure(
+        &self,
+        hostname: &str,
+        account: &NodeAccount,
+        password: &Secret,
+    ) -> anyhow::Result<()> {
+        let entry = (hostname.to_string(), account.clone(), password.clone());
+        self.ensured.lock().unwrap().push(entry);
+        Ok(())
     }
 
-    fn revoke(&self, _hostname: &str) -> anyhow::Result<()> {
-        unreachable!("the join service never revokes")
+    fn delete(&self, _hostname: &str, _account: &NodeAccount) -> anyhow::Result<()> {
+        unreachable!("the join service never deletes accounts")
     }
 }
 

@@ -144,6 +144,12 @@ fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
     Ok(())
 }
 
+/// The site credentials the compute link is made of, as nova-compute's
+/// recipe declares them: its RabbitMQ user (in `compute.transportUrl`) and
+/// its keystone user (`compute.serviceUser`, `password.compute_service`).
+pub(crate) const MESSAGING_CREDENTIAL: &str = "site_rabbit";
+pub(crate) const SERVICE_CREDENTIAL: &str = "compute_service";
+
 /// The values an edge's compute services are rendered with: the control
 /// plane's exports as they are in the bundle, TLS everywhere, the site's
 /// own users.
@@ -191,25 +197,33 @@ pub(crate) fn values(
         ]),
         ..Values::default()
     };
-    v.password.insert(
-        "metadata_secret".into(),
-        creds.metadata_secret.expose().into(),
-    );
-    v.password
-        .insert("site_rabbit".into(), creds.rabbit_password.expose().into());
+    // Every site credential, as the recipes name them.
+    for (name, c) in &creds.credentials {
+        v.password.insert(name.clone(), c.password.expose().into());
+        if let Some(user) = &c.username {
+            v.user.insert(name.clone(), user.clone());
+        }
+    }
+    let user = |name: &str| -> Result<(&str, &str)> {
+        let c = creds.get(name)?;
+        let username = c.username.as_deref().with_context(|| {
+            format!("the join service's site credential {name} has no username")
+        })?;
+        Ok((username, c.password.expose()))
+    };
+    let (rabbit_user, rabbit_password) = user(MESSAGING_CREDENTIAL)?;
+    let (service_user, service_password) = user(SERVICE_CREDENTIAL)?;
     ComputeLink {
         transport_url: format!(
-            "rabbit://{}:{}@{}/",
-            creds.rabbit_user,
-            creds.rabbit_password.expose(),
+            "rabbit://{rabbit_user}:{rabbit_password}@{}/",
             messaging.host_port()
         ),
         rabbit_tls: messaging.scheme() == "amqps",
         ca_file: ca.into(),
         sb_connection: export("ovnSouthbound")?.to_string(),
         sb_tls: true,
-        service_user: creds.service_user.clone(),
-        service_password: creds.service_password.expose().into(),
+        service_user: service_user.into(),
+        service_password: service_password.into(),
         interface: Interface::Public,
         metadata_host: identity.host().to_string(),
         metadata_tls: true,

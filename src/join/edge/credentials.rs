@@ -1,13 +1,15 @@
 //! The state the join keeps in `/var/lib/dcn/node/` (all 0600): the node's
 //! key, made here and never sent, its certificate, and the site credentials
-//! from the join reply; and the join request that produces them.
+//! from the join reply (serialised from [`Credentials`]); and the join
+//! request that produces them.
 
 use crate::bundle::VerifiedBundle;
 use crate::host::{FileSpec, Files, Host};
 use crate::join::client::JoinClient;
-use crate::join::protocol::JoinRequest;
+use crate::join::protocol::{JoinRequest, SiteCredential};
 use crate::secrets::Secret;
 use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -18,50 +20,86 @@ pub(super) const NODE_CERT: &str = "/var/lib/dcn/node/node.crt";
 const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
 
 /// What the join reply gave this node, kept for re-runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Credentials {
     pub site: String,
-    pub rabbit_user: String,
-    pub rabbit_password: Secret,
-    pub service_user: String,
-    pub service_password: Secret,
-    pub metadata_secret: Secret,
+    /// For the join service's node resources (status, config, progress).
     pub node_secret: Secret,
+    /// The site credentials, by the names the recipes declare.
+    pub credentials: BTreeMap<String, SiteCredential>,
 }
 
+/// The header of the stored file.
+const HEADER: &str = "# dcn: this node's credentials from the join reply. Secret.\n";
+
 impl Credentials {
-    fn to_yaml(&self) -> String {
-        format!(
-            "# dcn: this node's credentials from the join reply. Secret.\nsite: {}\nrabbitUser: {}\nrabbitPassword: {}\nserviceUser: {}\nservicePassword: {}\nmetadataSecret: {}\nnodeSecret: {}\n",
-            self.site,
-            self.rabbit_user,
-            self.rabbit_password.expose(),
-            self.service_user,
-            self.service_password.expose(),
-            self.metadata_secret.expose(),
-            self.node_secret.expose()
-        )
+    /// The credential `name`, which an edge recipe declares.
+    pub fn get(&self, name: &str) -> Result<&SiteCredential> {
+        self.credentials.get(name).with_context(|| {
+            format!(
+                "the join service gave no site credential {name}, which this dcn's recipes need; run the control plane's dcn version on this host, then join again"
+            )
+        })
     }
 
+    /// Every credential this dcn's edge recipes declare is here, and is a
+    /// user exactly when the recipe says so.
+    fn check(&self, recipes: &crate::recipes::Recipes) -> Result<()> {
+        for (name, c) in recipes.site_credentials()? {
+            if self.get(name)?.username.is_some() != c.is_account() {
+                bail!(
+                    "the join service's site credential {name} is not the kind this dcn's recipe {} declares; run the control plane's dcn version on this host, then join again",
+                    c.service
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// What the join service would give `hostname` of `site` under
+    /// `recipes`, with made-up passwords (`<name>-pw`).
+    #[cfg(test)]
+    pub(crate) fn sample(recipes: &crate::recipes::Recipes, site: &str, hostname: &str) -> Self {
+        let credentials = (recipes.site_credentials().unwrap().into_iter())
+            .map(|(name, c)| {
+                let username = c
+                    .account(hostname)
+                    .unwrap()
+                    .map(|a| a.username().to_string());
+                let password = Secret::new(format!("{name}-pw"));
+                (name.to_string(), SiteCredential { username, password })
+            })
+            .collect();
+        Credentials {
+            site: site.into(),
+            node_secret: Secret::new("node-pw"),
+            credentials,
+        }
+    }
+
+    fn to_yaml(&self) -> Result<String> {
+        Ok(format!("{HEADER}{}", serde_yaml::to_string(self)?))
+    }
+
+    /// The credentials an earlier join kept; `None` when there are none,
+    /// or when an older dcn kept them in its own layout (the join then
+    /// asks again, with the node's key, and the control plane answers).
     pub(in crate::join) fn load(files: &Files) -> Result<Option<Credentials>> {
         let Some(text) = files.read_string(CREDENTIALS)? else {
             return Ok(None);
         };
-        let m: BTreeMap<String, String> =
-            serde_yaml::from_str(&text).with_context(|| format!("{CREDENTIALS} is damaged"))?;
-        let get = |k: &str| {
-            m.get(k)
-                .cloned()
-                .with_context(|| format!("{CREDENTIALS} lacks {k}"))
-        };
-        Ok(Some(Credentials {
-            site: get("site")?,
-            rabbit_user: get("rabbitUser")?,
-            rabbit_password: Secret::new(get("rabbitPassword")?),
-            service_user: get("serviceUser")?,
-            service_password: Secret::new(get("servicePassword")?),
-            metadata_secret: Secret::new(get("metadataSecret")?),
-            node_secret: Secret::new(get("nodeSecret")?),
-        }))
+        match serde_yaml::from_str(&text) {
+            Ok(c) => Ok(Some(c)),
+            Err(_) if text.contains("\nrabbitUser: ") => {
+                tracing::info!(
+                    "    {CREDENTIALS} was written by an older dcn; asking the join service again"
+                );
+                Ok(None)
+            }
+            // serde_yaml's message may quote the file: say where, not what.
+            Err(_) => bail!("{CREDENTIALS} is damaged; remove it (and {NODE_CERT}) and join again"),
+        }
     }
 }
 
@@ -77,15 +115,23 @@ pub fn request(
     deadline: Instant,
 ) -> Result<Credentials> {
     let files = &host.files;
+    let recipes = crate::recipes::Recipes::embedded()?;
     if rejoined
         && let Some(c) = Credentials::load(files)?
         && files.exists(NODE_CERT)?
     {
-        tracing::info!(
-            "    this host joined site {} before; keeping its credentials",
-            c.site
-        );
-        return Ok(c);
+        // A dcn whose recipes declare more than it was given (an upgrade
+        // that added an edge service) asks again, with the same key.
+        match c.check(&recipes) {
+            Ok(()) => {
+                tracing::info!(
+                    "    this host joined site {} before; keeping its credentials",
+                    c.site
+                );
+                return Ok(c);
+            }
+            Err(e) => tracing::info!("    asking the join service again: {e:#}"),
+        }
     }
     // The node's key is made here and never leaves the host. It is kept
     // before the request: a join interrupted after the control plane
@@ -151,19 +197,84 @@ pub fn request(
         );
     }
     let creds = Credentials {
-        site: reply.site.clone(),
-        rabbit_user: reply.messaging.username.clone(),
-        rabbit_password: Secret::new(reply.messaging.password.clone()),
-        service_user: reply.service_user.username.clone(),
-        service_password: Secret::new(reply.service_user.password.clone()),
-        metadata_secret: Secret::new(reply.metadata_secret.clone()),
-        node_secret: Secret::new(reply.node_secret.clone()),
+        site: reply.site,
+        node_secret: Secret::new(reply.node_secret),
+        credentials: reply.credentials,
     };
+    creds.check(&recipes)?;
     files.write(
         NODE_CERT,
         reply.node_certificate.as_bytes(),
         &FileSpec::secret(),
     )?;
-    files.write(CREDENTIALS, creds.to_yaml().as_bytes(), &FileSpec::secret())?;
+    files.write(
+        CREDENTIALS,
+        creds.to_yaml()?.as_bytes(),
+        &FileSpec::secret(),
+    )?;
     Ok(creds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipes::Recipes;
+
+    #[test]
+    fn credentials_are_kept_as_their_type_and_read_back() {
+        let root = tempfile::tempdir().unwrap();
+        let files = Files::new(root.path(), false);
+        let recipes = Recipes::embedded().unwrap();
+        let creds = Credentials::sample(&recipes, "edge1", "edge1-n1");
+        creds.check(&recipes).unwrap();
+        files
+            .ensure_dir(NODE_DIR, &FileSpec::private_dir())
+            .unwrap();
+        let text = creds.to_yaml().unwrap();
+        files
+            .write(CREDENTIALS, text.as_bytes(), &FileSpec::secret())
+            .unwrap();
+        assert_eq!(Credentials::load(&files).unwrap(), Some(creds.clone()));
+        assert!(
+            text.contains(
+                "site_rabbit:\n    username: dcn-node-edge1-n1\n    password: site_rabbit-pw\n"
+            ),
+            "{text}"
+        );
+        assert!(!format!("{creds:?}").contains("-pw"), "Debug redacts");
+
+        // An older dcn's layout: asked for again, not an error.
+        let old = "site: edge1\nrabbitUser: dcn-node-x\nrabbitPassword: p\nserviceUser: dcn-node-x\nservicePassword: p\nmetadataSecret: p\nnodeSecret: n\n";
+        files
+            .write(CREDENTIALS, old.as_bytes(), &FileSpec::secret())
+            .unwrap();
+        assert_eq!(Credentials::load(&files).unwrap(), None);
+        // A damaged file is named, and its contents are not quoted.
+        let damaged = "site: edge1\nnodeSecret: hunter2hunter2\ncredentials: [\n";
+        files
+            .write(CREDENTIALS, damaged.as_bytes(), &FileSpec::secret())
+            .unwrap();
+        let e = format!("{:#}", Credentials::load(&files).unwrap_err());
+        assert!(
+            e.contains("is damaged; remove it") && !e.contains("hunter2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_reply_without_what_the_recipes_declare_is_refused() {
+        let recipes = Recipes::embedded().unwrap();
+        let mut creds = Credentials::sample(&recipes, "edge1", "edge1-n1");
+        creds.credentials.remove("metadata_secret");
+        let e = format!("{:#}", creds.check(&recipes).unwrap_err());
+        assert!(
+            e.contains("no site credential metadata_secret")
+                && e.contains("run the control plane's dcn version"),
+            "{e}"
+        );
+        let mut creds = Credentials::sample(&recipes, "edge1", "edge1-n1");
+        creds.credentials.get_mut("site_rabbit").unwrap().username = None;
+        let e = format!("{:#}", creds.check(&recipes).unwrap_err());
+        assert!(e.contains("site_rabbit is not the kind"), "{e}");
+    }
 }

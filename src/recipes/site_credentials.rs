@@ -1,0 +1,250 @@
+//! What every node of a site gets when it joins, as the edge role's recipes
+//! declare it (`siteCredentials:`): RabbitMQ and keystone users of its own,
+//! and control-plane secrets both sides must share. The join service
+//! provisions each by its kind (`crate::sites::accounts`) and replies with
+//! them by name; the edge renders `{{ user.<name> }}` and
+//! `{{ password.<name> }}` with them. An edge service that needs a user of
+//! its own is a recipe change only.
+
+use super::{RabbitAccess, Recipes, SiteCredentialRecipe, Values, render_str};
+use anyhow::{Result, bail};
+use std::collections::BTreeMap;
+
+/// The role whose services' credentials a joining node gets.
+pub const EDGE_ROLE: &str = "edge";
+
+/// One credential one service declares.
+#[derive(Debug, Clone, Copy)]
+pub struct SiteCredential<'a> {
+    pub name: &'a str,
+    pub service: &'a str,
+    pub kind: &'a SiteCredentialRecipe,
+}
+
+/// An account the control plane keeps for one node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NodeAccount {
+    Rabbitmq {
+        username: String,
+        access: RabbitAccess,
+    },
+    Keystone {
+        username: String,
+    },
+}
+
+impl NodeAccount {
+    pub fn username(&self) -> &str {
+        match self {
+            NodeAccount::Rabbitmq { username, .. } | NodeAccount::Keystone { username } => username,
+        }
+    }
+}
+
+impl std::fmt::Display for NodeAccount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeAccount::Rabbitmq { username, .. } => write!(f, "RabbitMQ user {username}"),
+            NodeAccount::Keystone { username } => write!(f, "keystone user {username}"),
+        }
+    }
+}
+
+impl SiteCredential<'_> {
+    /// A user of the node's own (with a username), not a shared secret.
+    pub fn is_account(&self) -> bool {
+        *self.kind != SiteCredentialRecipe::ControlPlaneSecret
+    }
+
+    /// The account this credential is on `hostname`; `None` for a shared
+    /// control-plane secret.
+    pub fn account(&self, hostname: &str) -> Result<Option<NodeAccount>> {
+        let user = |template: &str| username(template, hostname);
+        Ok(match self.kind {
+            SiteCredentialRecipe::RabbitmqUser { username, access } => {
+                Some(NodeAccount::Rabbitmq {
+                    username: user(username)?,
+                    access: *access,
+                })
+            }
+            SiteCredentialRecipe::KeystoneUser { username } => Some(NodeAccount::Keystone {
+                username: user(username)?,
+            }),
+            SiteCredentialRecipe::ControlPlaneSecret => None,
+        })
+    }
+}
+
+/// A username template rendered for `hostname` (only `host.hostname` is
+/// given, so a template naming anything else fails at load).
+fn username(template: &str, hostname: &str) -> Result<String> {
+    let mut values = Values::default();
+    values.host.insert("hostname".into(), hostname.into());
+    let name = render_str(template, &values)?;
+    if name.is_empty() || name.len() > 255 || name.chars().any(|c| c.is_whitespace()) {
+        bail!("username {name:?} (from {template:?}) is empty, longer than 255 or has spaces");
+    }
+    Ok(name)
+}
+
+/// Every credential of every service, duplicates included.
+fn declared(recipes: &Recipes) -> impl Iterator<Item = SiteCredential<'_>> {
+    recipes.services.values().flat_map(|s| {
+        s.site_credentials
+            .iter()
+            .map(|(name, kind)| SiteCredential {
+                name,
+                service: &s.service,
+                kind,
+            })
+    })
+}
+
+impl Recipes {
+    /// The credentials a joining node gets: those the edge role's services
+    /// declare, by name.
+    pub fn site_credentials(&self) -> Result<BTreeMap<&str, SiteCredential<'_>>> {
+        let edge: Vec<&str> = (self.services_for_roles(&[EDGE_ROLE])?.into_iter())
+            .map(|s| s.service.as_str())
+            .collect();
+        Ok(declared(self)
+            .filter(|c| edge.contains(&c.service))
+            .map(|c| (c.name, c))
+            .collect())
+    }
+
+    /// The accounts a node has on the control plane, each once.
+    pub fn node_accounts(&self, hostname: &str) -> Result<Vec<NodeAccount>> {
+        let mut out = Vec::new();
+        for c in self.site_credentials()?.values() {
+            if let Some(a) = c.account(hostname)? {
+                out.push(a);
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Names are unique, shared secrets are control-plane passwords, and every
+/// account is the node's own: its username differs from node to node, and
+/// from every other credential's of its kind (two credentials on one
+/// account would each reset the other's password).
+pub(super) fn check(recipes: &Recipes) -> Result<()> {
+    let passwords: Vec<&String> = (recipes.services.values())
+        .flat_map(|s| &s.passwords)
+        .collect();
+    let mut names: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut accounts: BTreeMap<NodeAccount, &str> = BTreeMap::new();
+    for c in declared(recipes) {
+        let what = || format!("recipe {}: site credential {}", c.service, c.name);
+        if let Some(other) = names.insert(c.name, c.service) {
+            bail!(
+                "services {other} and {} both declare site credential {:?}",
+                c.service,
+                c.name
+            );
+        }
+        if !c.is_account() && !passwords.iter().any(|p| *p == c.name) {
+            bail!(
+                "{}: a controlPlaneSecret must be a password a service declares under `passwords:`",
+                what()
+            );
+        }
+        let (Some(a), Some(b)) = (
+            c.account("node1").map_err(|e| e.context(what()))?,
+            c.account("node2").map_err(|e| e.context(what()))?,
+        ) else {
+            continue;
+        };
+        if a.username() == b.username() {
+            bail!(
+                "{}: username {:?} is the same on every node; put {{{{ host.hostname }}}} in it",
+                what(),
+                a.username()
+            );
+        }
+        if let Some(other) = accounts.insert(a.clone(), c.name) {
+            bail!(
+                "{}: {a} is also site credential {other}'s; give it a username of its own",
+                what()
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipes::tests::embedded_files;
+
+    fn with_service(yaml: &str) -> Result<Recipes> {
+        let mut files = embedded_files();
+        files.push((
+            format!("{}/services/extra.yaml", crate::recipes::RELEASE),
+            format!("service: extra\ndescription: x\nphase: compute\n{yaml}"),
+        ));
+        Recipes::from_files(files)
+    }
+
+    #[test]
+    fn a_node_gets_the_edge_services_credentials_by_kind() {
+        let recipes = Recipes::embedded().unwrap();
+        let creds = recipes.site_credentials().unwrap();
+        assert_eq!(
+            creds.keys().copied().collect::<Vec<_>>(),
+            ["compute_service", "metadata_secret", "site_rabbit"]
+        );
+        assert_eq!(
+            recipes.node_accounts("edge1-n1").unwrap(),
+            [
+                NodeAccount::Rabbitmq {
+                    username: "dcn-node-edge1-n1".into(),
+                    access: RabbitAccess::ComputeNode
+                },
+                NodeAccount::Keystone {
+                    username: "dcn-node-edge1-n1".into()
+                },
+            ]
+        );
+        assert_eq!(creds["metadata_secret"].account("x").unwrap(), None);
+    }
+
+    #[test]
+    fn credentials_that_are_not_a_nodes_own_are_recipe_errors() {
+        let err = |yaml: &str| format!("{:#}", with_service(yaml).unwrap_err());
+        let e = err(
+            "siteCredentials: {site_rabbit: {kind: keystoneUser, username: 'x-{{ host.hostname }}'}}\n",
+        );
+        assert!(
+            e.contains("both declare site credential \"site_rabbit\""),
+            "{e}"
+        );
+        let e = err("siteCredentials: {x: {kind: keystoneUser, username: shared}}\n");
+        assert!(e.contains("the same on every node"), "{e}");
+        let e = err(
+            "siteCredentials: {x: {kind: keystoneUser, username: 'dcn-node-{{ host.hostname }}'}}\n",
+        );
+        assert!(
+            e.contains("keystone user dcn-node-node1 is also site credential"),
+            "{e}"
+        );
+        let e = err("siteCredentials: {x: {kind: controlPlaneSecret}}\n");
+        assert!(e.contains("must be a password a service declares"), "{e}");
+        let e = err("siteCredentials: {x: {kind: keystoneUser, username: '{{ cp.address }}'}}\n");
+        assert!(e.contains("recipe extra: site credential x"), "{e}");
+        let e =
+            err("siteCredentials: {x: {kind: rabbitmqUser, username: 'a-{{ host.hostname }}'}}\n");
+        assert!(e.contains("access"), "{e}");
+        let e = err("siteCredentials: {x: {kind: ftpUser}}\n");
+        assert!(e.contains("ftpUser"), "{e}");
+        // Declared outside the edge role: valid, and no node gets it.
+        let r = with_service(
+            "siteCredentials: {x: {kind: keystoneUser, username: 'x-{{ host.hostname }}'}}\n",
+        )
+        .unwrap();
+        assert!(!r.site_credentials().unwrap().contains_key("x"));
+    }
+}
