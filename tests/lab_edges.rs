@@ -553,6 +553,24 @@ fn lab_edge_sites_end_to_end() {
     );
     assert!(out.to_lowercase().contains("pin"), "{out}");
     untouched(&lab, "edge3");
+    // The site's token cannot join a host as the control plane itself.
+    let out = lab.fails_on(
+        "edge3",
+        &[
+            "dcn",
+            "join",
+            "/root/edge3.tar.gz",
+            "--ca-pin",
+            &pin,
+            "--hostname",
+            "cp",
+        ],
+    );
+    assert!(
+        out.contains("name-reserved") && out.contains("control plane's own host name"),
+        "{out}"
+    );
+    untouched(&lab, "edge3");
 
     export(
         &lab,
@@ -651,6 +669,19 @@ fn lab_edge_sites_end_to_end() {
             p["rabbit-other"].0, "refused",
             "{host} may not read or bind to {other}'s or the conductor's RPCs: {p:?}"
         );
+        // Its keystone user is no cloud admin: it reads what nova-compute
+        // needs, and nova, keystone and neutron refuse the rest.
+        assert_eq!(p["placement"].0, "ok", "{host}'s service user: {p:?}");
+        if host == "edge1" {
+            // Its guests' ports, bound to it, binding details included.
+            assert_eq!(p["ports"].0, "ok", "{host}'s service user: {p:?}");
+        }
+        for admin in ["all-servers", "user-create", "net-delete"] {
+            assert_eq!(
+                p[admin].0, "refused",
+                "{host}'s service user: {admin}: {p:?}"
+            );
+        }
     }
     let edge1_guests = at_site("edge1");
     let marks = last_rounds(&lab, &edge1_guests);
