@@ -33,6 +33,7 @@ fn join_request(token: &str, hostname: &str) -> JoinRequest {
         address: "10.240.1.20".into(),
         csr,
         dcn_version: "test".into(),
+        proof: None,
     }
 }
 

@@ -5,7 +5,7 @@
 //! node > site > control plane by [`crate::sites::site_config`].
 
 use super::ApiVersion;
-use super::types::{Hostname, IniText, SiteName};
+use super::types::{IniText, NodeName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ pub struct SiteConfig {
     pub services: EdgeServices,
     /// Overrides for single nodes, by host name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub nodes: BTreeMap<Hostname, NodeOverrides>,
+    pub nodes: BTreeMap<NodeName, NodeOverrides>,
 }
 
 impl SiteConfig {
@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(c.site.as_str(), "edge1");
         let site = c.services.custom_configs();
         assert!(site["novaCompute"].as_str().contains("debug = true"));
-        let node = &c.nodes[&"edge1-n1".parse::<Hostname>().unwrap()];
+        let node = &c.nodes[&"edge1-n1".parse::<NodeName>().unwrap()];
         assert!(
             node.services.custom_configs()["novaCompute"]
                 .as_str()

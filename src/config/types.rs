@@ -69,6 +69,26 @@ string_newtype!(
 );
 
 string_newtype!(
+    /// An edge node's name: a host name of at most [`NODE_NAME_MAX`]
+    /// characters and not `localhost`. It becomes the node's own host name
+    /// (Linux's limit is 64), nova's `host`, the OVN chassis name, a
+    /// certificate's CN and part of the node's user names.
+    NodeName,
+    check_node_name
+);
+
+/// The longest node name: Linux's limit on a host's own name.
+pub const NODE_NAME_MAX: usize = 64;
+
+impl NodeName {
+    /// Whether `name` is a valid node name (a cheap check for paths built
+    /// from a name a client sent).
+    pub fn is_valid(name: &str) -> bool {
+        check_node_name(name).is_ok()
+    }
+}
+
+string_newtype!(
     /// An edge site's name. It becomes an availability zone, a host
     /// aggregate and part of user names, so it is short and plain:
     /// lowercase letters, digits and hyphens, starting with a letter.
@@ -146,6 +166,22 @@ fn check_hostname(s: &str) -> Result<(), String> {
         .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
     {
         return bad("it looks like an IP address; put addresses in an address field");
+    }
+    Ok(())
+}
+
+fn check_node_name(s: &str) -> Result<(), String> {
+    check_hostname(s)?;
+    if s.len() > NODE_NAME_MAX {
+        return Err(format!(
+            "invalid node name ({} characters): a node's name is its own host name, at most {NODE_NAME_MAX} characters",
+            s.len()
+        ));
+    }
+    if s == "localhost" || s.starts_with("localhost.") {
+        return Err(format!(
+            "{s:?} is reserved: every host calls itself localhost; give the node its own name"
+        ));
     }
     Ok(())
 }
@@ -338,6 +374,30 @@ mod tests {
         ] {
             assert!(bad.parse::<Hostname>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn node_names_are_host_names_of_at_most_64_characters_and_not_localhost() {
+        let longest = format!("{}.{}", "x".repeat(32), "y".repeat(31));
+        for ok in ["edge1-n1", "cp", &longest, "a.b.c"] {
+            assert!(ok.parse::<NodeName>().is_ok(), "{ok}");
+        }
+        let long = format!("{}.{}", "a".repeat(63), "b".repeat(40));
+        assert!(long.parse::<Hostname>().is_ok());
+        for bad in [
+            "localhost",
+            "localhost.localdomain",
+            &long,
+            "A",
+            "10.0.0.1",
+            "",
+        ] {
+            assert!(bad.parse::<NodeName>().is_err(), "{bad}");
+        }
+        let e = "localhost".parse::<NodeName>().unwrap_err();
+        assert!(e.contains("reserved") && e.contains("its own name"), "{e}");
+        let e = long.parse::<NodeName>().unwrap_err();
+        assert!(e.contains("at most 64"), "{e}");
     }
 
     #[test]

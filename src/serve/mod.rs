@@ -6,6 +6,7 @@
 //! aggregate.
 
 mod backoff;
+mod challenge;
 mod config;
 mod gate;
 mod handlers;
@@ -14,11 +15,13 @@ mod placer;
 mod progress;
 mod ratelimit;
 mod router;
+pub mod routes;
 
 use crate::host::Host;
 use crate::join::protocol::{ErrorReply, JoinRequest};
 use crate::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use anyhow::{Context, Result};
+pub use challenge::Challenges;
 use router::handle;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -59,6 +62,7 @@ impl Default for Limits {
 struct State {
     host: Host,
     accounts: Arc<dyn NodeAccounts>,
+    challenges: Challenges,
     limiter: ratelimit::RateLimiter,
 }
 
@@ -119,6 +123,7 @@ pub fn serve_with(
     let state = Arc::new(State {
         host,
         accounts,
+        challenges: Challenges::new(),
         limiter: ratelimit::RateLimiter::default(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -171,7 +176,12 @@ pub fn answer_progress(host: &Host, bearer: Option<&str>, body: &[u8]) -> JoinAn
 /// Answer a `POST /v2/join` body (blocking: it signs, writes the registry
 /// and makes accounts). Any bytes may arrive; this is the entry point of
 /// the join-service fuzz target.
-pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> JoinAnswer {
+pub fn answer_join(
+    host: &Host,
+    accounts: &dyn NodeAccounts,
+    challenges: &Challenges,
+    body: &[u8],
+) -> JoinAnswer {
     let refusal = |status: u16, message: String| JoinAnswer {
         status,
         body: serde_json::to_value(ErrorReply {
@@ -198,7 +208,7 @@ pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> Joi
         shown(&join.hostname),
         shown(&token_id)
     );
-    let (status, body, outcome) = match handlers::join(host, accounts, &join) {
+    let (status, body, outcome) = match handlers::join(host, accounts, challenges, &join) {
         Ok(reply) => (
             200,
             serde_json::to_value(&reply),

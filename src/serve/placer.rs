@@ -17,10 +17,24 @@ pub const INTERVAL: Duration = Duration::from_secs(5);
 /// Place every joined node whose compute service has registered.
 pub fn place_pending(host: &Host) -> Result<usize> {
     let registry = Registry::new(&host.files);
+    // A node named like the control plane (joined under an older dcn,
+    // which did not refuse it) is never put in an edge zone.
+    let control_plane = crate::sites::reserved::control_plane_hostname(&host.files)?;
     let pending: Vec<_> = registry
         .nodes()?
         .into_iter()
         .filter(|n| n.state == NodeState::Joined)
+        .filter(|n| {
+            let reserved = control_plane.as_deref() == Some(n.hostname.as_str());
+            if reserved {
+                tracing::warn!(
+                    "node {} of site {} has the control plane's name: not placing it; remove it with `dcn node remove`",
+                    n.hostname,
+                    n.site
+                );
+            }
+            !reserved
+        })
         .collect();
     if pending.is_empty() {
         return Ok(0);
@@ -29,16 +43,7 @@ pub fn place_pending(host: &Host) -> Result<usize> {
     let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
     let registered: Vec<_> = pending
         .into_iter()
-        .filter(|n| {
-            cloud
-                .get(
-                    "compute",
-                    &format!("/os-services?binary=nova-compute&host={}", n.hostname),
-                )
-                .ok()
-                .and_then(|v| v["services"].as_array().map(|a| !a.is_empty()))
-                .unwrap_or(false)
-        })
+        .filter(|n| provision::is_compute_host(&cloud, &n.hostname).unwrap_or(false))
         .collect();
     if registered.is_empty() {
         return Ok(0);

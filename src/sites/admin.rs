@@ -204,11 +204,19 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
     dead.ovn_ca = None;
     registry.save_node(&dead)?;
     ovn_access::write_client_cas(&host.files)?;
-    ovn_access::cut_off(host.runner.as_ref(), &[hostname.to_string()])?;
     let site = registry.site(&node.site)?;
     if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
         provision::remove_from_aggregate(&cloud, aggregate, hostname)?;
     }
+    // A node an older dcn let join under the control plane's own name: its
+    // accounts, certificate and edge zone are gone; the chassis, compute
+    // service and resource provider of that name are the control plane's.
+    if super::reserved::control_plane_hostname(&host.files)?.as_deref() == Some(hostname) {
+        progress.remove(&lock, hostname)?;
+        registry.remove_node(hostname)?;
+        return Ok(Removed::Node);
+    }
+    ovn_access::cut_off(host.runner.as_ref(), &[hostname.to_string()])?;
     let services = cloud.get(
         "compute",
         &format!("/os-services?binary=nova-compute&host={hostname}"),

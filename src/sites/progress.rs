@@ -171,9 +171,7 @@ impl<'a> ProgressStore<'a> {
     }
 
     fn path(hostname: &str) -> Option<String> {
-        crate::config::types::Hostname::try_from(hostname.to_string())
-            .ok()
-            .map(|_| format!("{DIR}/{hostname}.json"))
+        crate::config::types::NodeName::is_valid(hostname).then(|| format!("{DIR}/{hostname}.json"))
     }
 
     /// The node's record, if it has one.

@@ -32,10 +32,31 @@ pub struct ControlPlane {
 }
 
 /// Node accounts as the join service asks for them: every account it
-/// makes or gives a new password, in order.
-#[derive(Default)]
+/// makes or gives a new password, in order; and the cloud's compute hosts
+/// (the control plane's own `cp`, and a `legacy1` dcn never joined).
 pub struct Accounts {
     pub ensured: Mutex<Vec<(String, NodeAccount, Secret)>>,
+    pub compute_hosts: Mutex<Vec<String>>,
+}
+
+impl Default for Accounts {
+    fn default() -> Accounts {
+        Accounts {
+            ensured: Mutex::default(),
+            compute_hosts: Mutex::new(vec!["cp".into(), "legacy1".into()]),
+        }
+    }
+}
+
+impl dcn::sites::reserved::ComputeHosts for Accounts {
+    fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
+        Ok(self
+            .compute_hosts
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|h| h == hostname))
+    }
 }
 
 impl Accounts {

@@ -172,8 +172,12 @@ pub fn request(
         address: address.to_string(),
         csr,
         dcn_version: env!("CARGO_PKG_VERSION").into(),
+        proof: None,
     };
-    let reply = match crate::join::retry(deadline, "the join service", || client.join(&req)) {
+    // Each attempt signs a fresh challenge: the proof that this host holds
+    // its key now, which the control plane wants of a host joining again.
+    let join = || client.join_with_proof(&req, &key, &bundle.token.id);
+    let reply = match crate::join::retry(deadline, "the join service", join) {
         Ok(r) => r,
         // Refused: the control plane recorded nothing, so neither does
         // this host. (Anything else may have reached it: keep the key.)

@@ -58,7 +58,7 @@ pub fn hostname(
             _ => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
         },
     };
-    name.parse::<crate::config::types::Hostname>()
+    name.parse::<crate::config::types::NodeName>()
         .map_err(|e| anyhow::anyhow!("{e}; pass --hostname"))?;
     if let Some(d) = previous
         && d.hostname != name
