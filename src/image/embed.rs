@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -87,7 +88,13 @@ pub fn embed(
         Ok(())
     };
     match dest {
-        Destination::InPlace => write(&mut f)?,
+        // The ISO holds a join token from now on: its owner's only.
+        Destination::InPlace => {
+            write(&mut f)?;
+            let mode = f.metadata().map(|m| m.permissions().mode()).unwrap_or(0o600);
+            f.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))
+                .with_context(|| format!("making {} readable by its owner only", iso.display()))?;
+        }
         Destination::Copy(out) => super::output::write_copy(&mut f, iso, out, write)?,
     }
     Ok(EmbedReport {
