@@ -469,17 +469,41 @@ fn lab_edge_sites_end_to_end() {
         restored.elapsed().as_secs_f64()
     );
 
-    // Power-cycle edge1: nova brings its guests back, with their network,
-    // with nobody touching the host.
+    // Power-cycle edge1 while its WAN link is cut (issue 28): the lab
+    // restarts it and can enter it during the cut; once the link returns,
+    // nova brings its guests back, with their network, with nobody
+    // touching the host.
     let before: Vec<String> = at_site("edge1")
         .iter()
         .map(|g| lab.guest_boots(&g.host, &g.id).last().unwrap().boot.clone())
         .collect();
     let marks = last_rounds(&lab, &guests);
+    assert!(lab.lab(&["link", "edge1", "down"]).status.success());
     let power_on = Instant::now();
-    assert!(lab.lab(&["restart", "edge1"]).status.success());
+    let restart = lab.lab(&["restart", "edge1"]);
+    assert!(
+        restart.status.success(),
+        "restart during a cut: {}",
+        String::from_utf8_lossy(&restart.stderr)
+    );
     let _diagnose = DiagnoseOnPanic(&lab, "edge1");
     let booted = power_on.elapsed();
+    let state = lab.ok_on("edge1", &["systemctl", "is-system-running"]);
+    eprintln!(
+        "edge1 during the cut, {:.0}s after its power-on: {}",
+        booted.as_secs_f64(),
+        state.trim()
+    );
+    let status = lab.lab(&["status"]);
+    let line = String::from_utf8_lossy(&status.stdout)
+        .lines()
+        .find(|l| l.starts_with("edge1 "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.contains("running") && line.contains("down"), "{line}");
+    std::thread::sleep(Duration::from_secs(30));
+    lab.ok_on("edge1", &["true"]);
+    assert!(lab.lab(&["link", "edge1", "up"]).status.success());
     for (g, old) in at_site("edge1").iter().zip(&before) {
         wait_for(
             &format!("{} back with its network after edge1's power cycle", g.name),

@@ -91,7 +91,10 @@ pub fn embed(
         // The ISO holds a join token from now on: its owner's only.
         Destination::InPlace => {
             write(&mut f)?;
-            let mode = f.metadata().map(|m| m.permissions().mode()).unwrap_or(0o600);
+            let mode = f
+                .metadata()
+                .map(|m| m.permissions().mode())
+                .unwrap_or(0o600);
             f.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))
                 .with_context(|| format!("making {} readable by its owner only", iso.display()))?;
         }

@@ -16,13 +16,15 @@ mod layer;
 mod manage;
 mod memory;
 mod net;
+mod nsenter;
 mod repo;
 mod report;
 pub(crate) mod rootfs;
 mod state;
+mod sweep;
 
-pub use container::ContainerRunner;
-pub use manage::{HostStatus, LabStatus, VmStatus, down, exec, link, restart, status};
+pub use manage::{HostStatus, LabStatus, Restarted, VmStatus, down, exec, link, restart, status};
+pub use nsenter::ContainerRunner;
 pub use report::{EdgeJoin, PhaseTime, Report};
 pub use state::{HostState, LabState, VmKind, VmState};
 

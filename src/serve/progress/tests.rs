@@ -138,7 +138,8 @@ fn a_token_of_another_site_cannot_squat_a_host_name() {
     let c = Centre::new();
     let squatter = c.token("edge2", 3600, 5);
     let own = c.token("edge1", 3600, 5);
-    c.report(Some(&squatter), "edge1-n1", Phase::Failed).unwrap();
+    c.report(Some(&squatter), "edge1-n1", Phase::Failed)
+        .unwrap();
     assert_eq!(
         c.report(Some(&own), "edge1-n1", Phase::InstallerStarted),
         Ok(Phase::InstallerStarted)
