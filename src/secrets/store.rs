@@ -18,7 +18,7 @@ pub struct PasswordStore {
 impl PasswordStore {
     /// Read the store; a missing file is an empty store.
     pub fn load(files: &Files) -> Result<PasswordStore> {
-        let Some(text) = files.read_string(PASSWORDS_FILE)? else {
+        let Some(text) = files.read_secret(PASSWORDS_FILE)? else {
             return Ok(PasswordStore::default());
         };
         let map: BTreeMap<String, String> = crate::yaml::from_str(&text)

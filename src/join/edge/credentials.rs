@@ -86,7 +86,7 @@ impl Credentials {
     /// or when an older dcn kept them in its own layout (the join then
     /// asks again, with the node's key, and the control plane answers).
     pub(in crate::join) fn load(files: &Files) -> Result<Option<Credentials>> {
-        let Some(text) = files.read_string(CREDENTIALS)? else {
+        let Some(text) = files.read_secret(CREDENTIALS)? else {
             return Ok(None);
         };
         match serde_yaml::from_str(&text) {
@@ -137,7 +137,7 @@ pub fn request(
     // before the request: a join interrupted after the control plane
     // recorded this host can only be repeated with the same key.
     let fresh_host = !files.exists(crate::paths::STATE_DIR)?;
-    let kept = files.read_string(NODE_KEY)?;
+    let kept = files.read_secret(NODE_KEY)?;
     let made_key = kept.is_none();
     let key = match kept {
         Some(pem) => rcgen::KeyPair::from_pem(&pem)
