@@ -188,9 +188,10 @@ fn payload_areas_cost_what_the_payload_needs() {
     );
 }
 
-/// Failure 11: `--bundle` and `--node` are read up to one byte past
-/// their caps, so an endless file costs the cap (`/dev/zero` reached
-/// 1.5 GB in 3 s), and the refusal names the file and the way out.
+/// Failure 11: `--bundle` and `--node` are regular files read up to their
+/// caps: `/dev/zero` (which reached 1.5 GB in 3 s) is refused as a device
+/// before a byte is read, a file over the cap with its size, each naming
+/// the file.
 #[test]
 fn endless_bundle_and_node_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();

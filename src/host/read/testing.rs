@@ -29,7 +29,7 @@ pub fn bounded(limit: Duration, body: impl FnOnce()) {
         .to_string();
     let dir = tempfile::tempdir().unwrap();
     let (out, err) = (dir.path().join("out"), dir.path().join("err"));
-    let mut child = Command::new("sh")
+    let mut child = Command::new("/bin/sh")
         .arg("-c")
         .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
         .arg(std::env::current_exe().unwrap())
