@@ -85,7 +85,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             };
             let shown = file.display().to_string();
             let text = crate::yaml::read_file(&file)
-                .map_err(|e| anyhow::anyhow!("cannot read {shown}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("cannot read the site config: {e}"))?;
             let new = crate::config::parse_site_config(&text, &shown)?;
             if new.site != site {
                 anyhow::bail!(

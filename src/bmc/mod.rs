@@ -43,6 +43,7 @@ pub use serve::{
 pub use status::{Status, status};
 pub(crate) use transport::{OriginError, origin};
 
+use crate::host::read::{self, ReadSpec};
 use crate::secrets::Secret;
 use crate::tls::ServerTrust;
 use anyhow::{Context, Result, bail};
@@ -133,12 +134,16 @@ pub fn eject(client: &Client, system: &System) -> Result<Vec<String>> {
     Ok(lines)
 }
 
+/// The largest BMC password file read (`--password-file`, the
+/// inventory's `passwordFile`): a password is a line.
+pub(crate) const MAX_PASSWORD_FILE: u64 = 4096;
+
 /// The BMC password: `--password-file` (its first line), else the
 /// environment. Never from the command line.
 fn password(conn: &Connection) -> Result<Secret> {
     if let Some(file) = &conn.password_file {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the BMC password from {}", file.display()))?;
+        let spec = ReadSpec::up_to(MAX_PASSWORD_FILE);
+        let text = read::read_string(file, &spec).context("reading the BMC password")?;
         warn_if_readable_by_others(file);
         let line = text.lines().next().unwrap_or("");
         if line.is_empty() {
@@ -175,8 +180,8 @@ fn trust(trust: &Trust) -> Result<ServerTrust> {
         Trust::Insecure => Ok(ServerTrust::Insecure),
         Trust::Pin(pin) => Ok(ServerTrust::Pin(pin.clone())),
         Trust::CaFile(file) => {
-            let pem = std::fs::read_to_string(file)
-                .with_context(|| format!("reading --bmc-ca {}", file.display()))?;
+            let pem = read::read_string(file, &ReadSpec::up_to(read::MAX_PEM))
+                .context("reading --bmc-ca")?;
             crate::tls::certs_from_pem(&pem).with_context(|| {
                 format!("--bmc-ca {}: no PEM certificate in it", file.display())
             })?;

@@ -133,7 +133,7 @@ fn clean_message(msg: &str) -> String {
 /// Read and parse a `StandaloneConfig` file.
 pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the config file: {e}"))?;
     Ok(parse_standalone(&text, &path.display().to_string())?)
 }
 
@@ -157,7 +157,7 @@ pub const KINDS: [&str; 4] = [
 pub fn validate_file(path: &Path) -> anyhow::Result<String> {
     let file = path.display().to_string();
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read config file {file}: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the config file: {e}"))?;
     Ok(validate_text(&text, &file)?)
 }
 

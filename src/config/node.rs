@@ -244,7 +244,7 @@ pub fn parse_node(text: &str, file: &str) -> Result<NodeConfig, ConfigError> {
 /// Read, parse and validate a `NodeConfig` file.
 pub fn load_node(path: &std::path::Path) -> anyhow::Result<NodeConfig> {
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read node config {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the node config: {e}"))?;
     Ok(parse_node(&text, &path.display().to_string())?)
 }
 

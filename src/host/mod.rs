@@ -1,5 +1,6 @@
 //! The one place that touches the host: running commands ([`command`]),
-//! writing files ([`files`]) and reading free space ([`space`]). Logic
+//! writing files ([`files`]), reading files named from outside ([`read`])
+//! and reading free space ([`space`]). Logic
 //! receives a [`Host`], so tests pass a temporary root directory and a
 //! [`RecordingRunner`] instead of the machine.
 
@@ -9,6 +10,7 @@ pub mod command;
 pub mod debian;
 pub mod files;
 pub mod lock;
+pub mod read;
 pub mod space;
 pub mod systemd;
 mod users;

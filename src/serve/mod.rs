@@ -150,7 +150,7 @@ fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
         .context("the join certificate is missing; run `dcn standalone init --phase secrets`")?;
     let key = host
         .files
-        .read_string(&crate::paths::leaf_key("join"))?
+        .read_secret(&crate::paths::leaf_key("join"))?
         .context("the join key is missing; run `dcn standalone init --phase secrets`")?;
     crate::tls::server_config(&cert, &key, "the join service")
 }

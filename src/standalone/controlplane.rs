@@ -29,7 +29,7 @@ impl CertSource for PkiCerts {
                 )
             })?;
         let key = files
-            .read_string(&paths::leaf_key(name))?
+            .read_secret(&paths::leaf_key(name))?
             .with_context(|| {
                 format!(
                     "{} is missing; run `dcn standalone init --phase secrets`",
@@ -306,6 +306,10 @@ impl InstallBinary {
         let exe = std::env::current_exe().context("finding the running dcn binary")?;
         std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))
     }
+
+    fn spec() -> crate::host::FileSpec {
+        crate::host::FileSpec::public().mode(0o755)
+    }
 }
 
 impl Step for InstallBinary {
@@ -316,14 +320,13 @@ impl Step for InstallBinary {
         format!("install this dcn as {INSTALLED_BINARY}")
     }
     fn is_done(&self, ctx: &Context) -> Result<bool> {
-        Ok(ctx.host.files.read(INSTALLED_BINARY)?.as_deref() == Some(Self::contents()?.as_slice()))
+        (ctx.host.files).matches(INSTALLED_BINARY, &Self::contents()?, &Self::spec())
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
-        let spec = crate::host::FileSpec::public().mode(0o755);
         if ctx
             .host
             .files
-            .write(INSTALLED_BINARY, &Self::contents()?, &spec)?
+            .write(INSTALLED_BINARY, &Self::contents()?, &Self::spec())?
             .changed()
             && !ctx.host.dry_run
         {

@@ -156,7 +156,7 @@ pub fn load_ca(files: &crate::host::Files) -> Result<CertificateAuthority> {
         .read_string(CA_CERT)?
         .with_context(|| format!("{CA_CERT} is missing; run `dcn standalone init` first"))?;
     let key = files
-        .read_string(CA_KEY)?
+        .read_secret(CA_KEY)?
         .with_context(|| format!("{CA_KEY} is missing; run `dcn standalone init` first"))?;
     CertificateAuthority::load(&cert, &Secret::new(key))
 }

@@ -38,12 +38,10 @@ pub fn system_roots() -> Result<rustls::RootCertStore> {
     let path = std::env::var_os("SSL_CERT_FILE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| SYSTEM_CA_BUNDLE.into());
-    let pem = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "reading the system CA bundle {}: install the ca-certificates package, or name the CA to trust",
-            path.display()
-        )
-    })?;
+    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_PEM);
+    let pem = crate::host::read::read_string(&path, &spec).context(
+        "reading the system CA bundle: install the ca-certificates package, or name the CA to trust",
+    )?;
     let mut roots = rustls::RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(certs_from_pem(&pem)?);
     anyhow::ensure!(

@@ -260,7 +260,7 @@ pub fn parse_inventory(text: &str, file: &str) -> Result<SiteInventory, ConfigEr
 /// Read, parse and check a `SiteInventory` file.
 pub fn load_inventory(path: &Path) -> anyhow::Result<SiteInventory> {
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read inventory {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the inventory: {e}"))?;
     Ok(parse_inventory(&text, &path.display().to_string())?)
 }
 

@@ -10,6 +10,8 @@ pub use compute::deploy;
 // For the recipes' render tests, which render an edge's values.
 #[cfg(test)]
 pub(crate) use compute::values;
+#[cfg(test)]
+pub(in crate::join) use credentials::CREDENTIALS;
 pub(crate) use credentials::Credentials;
 pub use credentials::request;
 
