@@ -59,7 +59,7 @@ const MAX_PASSWORD_FILE: u64 = 4096;
 const MAX_CA_FILE: u64 = 1024 * 1024;
 
 impl BmcSettings {
-    /// What [`crate::bmc::Client::new`] takes, `timeout` per request: reads
+    /// What [`crate::bmc::Client::new`] takes, `timeout` per call: reads
     /// the password and the CA file.
     pub fn client_options(&self, timeout: Duration) -> Result<ClientOptions> {
         Ok(ClientOptions {
@@ -68,6 +68,7 @@ impl BmcSettings {
             password: self.credentials.password()?,
             trust: self.tls.server_trust()?,
             timeout,
+            timeout_from: None,
             retry: Retry::default(),
             credentials_from: self.credentials.origin(),
         })
