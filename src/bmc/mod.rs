@@ -10,12 +10,14 @@
 //! `--insecure` is allowed but warned about on every run. The password is
 //! read from a file or the environment, is never printed, and goes only to
 //! the origin given with `--bmc` ([`transport`]). What the BMC sends is
-//! bounded (body size, collection size) and cleaned of the password and of
-//! control characters before anything prints it ([`untrusted`]).
+//! bounded (body size, collection size, and time: [`deadline`]) and cleaned
+//! of the password and of control characters before anything prints it
+//! ([`untrusted`]).
 
 mod boot;
 pub mod client;
 mod collection;
+pub mod deadline;
 mod discover;
 mod disk;
 pub mod error;
@@ -32,6 +34,7 @@ pub mod untrusted;
 
 pub use boot::{BootReport, BootRequest, boot};
 pub use client::{Client, ClientOptions, Retry};
+pub use deadline::Deadline;
 pub use discover::{Slot, System, cd_slot, find_system, virtual_media};
 pub use disk::{DiskBoot, boot_from_disk};
 pub use error::RedfishError;
@@ -68,7 +71,8 @@ pub struct Connection {
     /// password comes from [`PASSWORD_ENV`].
     pub password_file: Option<PathBuf>,
     pub trust: Trust,
-    /// The timeout of each request (at least one second is used).
+    /// The time limit of each call, for all of it (at least one second is
+    /// used).
     pub timeout: Duration,
 }
 
@@ -93,6 +97,7 @@ pub fn connect(conn: &Connection) -> Result<(Client, System)> {
         password: password(conn)?,
         trust: trust(&conn.trust)?,
         timeout: conn.timeout.max(Duration::from_secs(1)),
+        timeout_from: Some("--timeout".into()),
         retry: Retry::default(),
         credentials_from: "--username, and the password in --password-file or DCN_BMC_PASSWORD"
             .into(),

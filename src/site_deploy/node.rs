@@ -11,7 +11,7 @@ mod follow;
 
 use super::plan::Start;
 use super::watch;
-use crate::bmc::{ClientOptions, DiskBoot};
+use crate::bmc::{ClientOptions, Deadline, DiskBoot};
 use crate::config::NodeConfig;
 use crate::host::Files;
 use anyhow::Result;
@@ -52,13 +52,17 @@ pub struct Run<'a> {
     pub limits: Limits,
 }
 
-/// How long each stretch may take (software emulation is slow: the
-/// defaults leave room for it).
+/// How long each phase may take (software emulation is slow: the
+/// defaults leave room for it). Each is a deadline for everything in the
+/// phase, the BMC's answers included: a BMC that answers slowly cannot
+/// stretch it.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// From power-on until the installer reports the disk written.
+    /// From the first request to the node's BMC (or, on a re-run, from
+    /// following the install) until the installer reports the disk written.
     pub install: Duration,
-    /// From the disk written until the node is placed.
+    /// From the disk written until the node is placed: leaving the
+    /// installer for the disk, then the join.
     pub join: Duration,
     /// How often the centre's records are read.
     pub poll: Duration,
@@ -150,7 +154,7 @@ fn drive(
 ) -> Result<Outcome, Failure> {
     let mut timed =
         |name: &str, t: Instant| stretches.push((name.into(), t.elapsed().as_secs_f64()));
-    match start {
+    let join = match start {
         Start::Placed => {
             say("already placed; left alone");
             return Ok(Outcome::AlreadyPlaced);
@@ -161,29 +165,33 @@ fn drive(
             timed("media", t);
             let t = Instant::now();
             let url = format!("{}/{}", ctx.media_url, media);
-            boot(ctx, node, &url).map_err(at("powered-on"))?;
+            let install = ctx.limits.install_deadline();
+            boot(ctx, node, &url, &install).map_err(at("powered-on"))?;
             timed("bmc", t);
-            install_then_boot_disk(ctx, node, &mut timed)?;
+            install_then_boot_disk(ctx, node, &install, &mut timed)?
         }
         Start::Reset => {
             // The installed system is on the disk: a restart from the disk
             // makes its first-boot join run again.
             let t = Instant::now();
-            to_disk(ctx, node, DiskBoot::Restart).map_err(at("powered-on"))?;
+            let join = ctx.limits.join_deadline();
+            to_disk(ctx, node, DiskBoot::Restart, &join).map_err(at("powered-on"))?;
             timed("bmc", t);
+            join
         }
         Start::Follow => {
             say("already under way; following it");
             let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
-            if !seen.booted {
-                install_then_boot_disk(ctx, node, &mut timed)?;
+            if seen.booted {
+                ctx.limits.join_deadline()
+            } else {
+                let install = ctx.limits.install_deadline();
+                install_then_boot_disk(ctx, node, &install, &mut timed)?
             }
         }
-    }
+    };
     let t = Instant::now();
-    wait(ctx, node, "the node to be placed", ctx.limits.join, |s| {
-        s.placed
-    })?;
+    wait(ctx, node, "the node to be placed", &join, |s| s.placed)?;
     timed("join", t);
     // Placed: its ISO (which holds a token) is no longer needed.
     let dir = ctx
@@ -211,24 +219,33 @@ fn media_for(ctx: &Run, node: &NodeTarget) -> Result<String> {
     Ok(media.file_name)
 }
 
-/// Wait for the installer to write the disk, then for the node to leave
-/// the installer, and boot it from the disk.
+/// Wait for the installer to write the disk (by `install`), then for the
+/// node to leave the installer, and boot it from the disk; returns the
+/// join phase's deadline, which starts with the disk written.
 fn install_then_boot_disk(
     ctx: &Run,
     node: &NodeTarget,
+    install: &Deadline,
     timed: &mut impl FnMut(&str, Instant),
-) -> Result<(), Failure> {
+) -> Result<Deadline, Failure> {
     let t = Instant::now();
-    wait(
-        ctx,
-        node,
-        "the disk to be written",
-        ctx.limits.install,
-        |s| s.on_disk,
-    )?;
+    wait(ctx, node, "the disk to be written", install, |s| s.on_disk)?;
     timed("install", t);
     let t = Instant::now();
-    leave_installer(ctx, node)?;
+    let join = ctx.limits.join_deadline();
+    leave_installer(ctx, node, &join)?;
     timed("to-disk", t);
-    Ok(())
+    Ok(join)
+}
+
+impl Limits {
+    /// The install phase's deadline, from now.
+    pub fn install_deadline(&self) -> Deadline {
+        Deadline::after(self.install, "the install phase").set_by("--install-timeout")
+    }
+
+    /// The join phase's deadline, from now.
+    pub fn join_deadline(&self) -> Deadline {
+        Deadline::after(self.join, "the join phase").set_by("--join-timeout")
+    }
 }

@@ -8,6 +8,7 @@
 use super::progress::{Entry, LastError, Phase, ProgressRecord, ProgressStore};
 use super::registry::{AppliedConfig, NodeRecord, NodeState, Registry};
 use crate::host::Files;
+use crate::terminal_text::{Column, Table};
 use crate::timefmt::{parse_rfc3339, rough};
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -155,16 +156,6 @@ fn config_cell(applied: Option<&AppliedConfig>, site_revision: u64) -> String {
     }
 }
 
-/// At most `max` characters of `text`.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut t: String = text.chars().take(max - 1).collect();
-    t.push('…');
-    t
-}
-
 impl fmt::Display for SiteStatus {
     /// The table, then each last error with its log lines. Everything a
     /// node sent was made safe to print when it was recorded.
@@ -176,26 +167,26 @@ impl fmt::Display for SiteStatus {
                 self.site
             );
         }
-        writeln!(
-            f,
-            "{:<20} {:<34} {:<14} {:<14} {:<10} ERROR",
-            "NODE", "PHASE", "SINCE", "LAST-REPORT", "CONFIG"
-        )?;
+        let mut table = Table::new(&[
+            Column::new("NODE", 64).at_least(20),
+            Column::new("PHASE", 64).at_least(34),
+            Column::new("SINCE", 24).at_least(14),
+            Column::new("LAST-REPORT", 24).at_least(14),
+            Column::new("CONFIG", 32).at_least(10),
+            Column::new("ERROR", 60),
+        ])
+        .gap(1);
         for n in &self.nodes {
-            let error = match &n.last_error {
-                Some(e) => cut(&e.reason, 60),
-                None => "-".into(),
-            };
-            writeln!(
-                f,
-                "{:<20} {:<34} {:<14} {:<14} {:<10} {error}",
-                n.hostname,
-                n.shown,
-                age(n.since.as_deref(), self.now),
-                age(n.last_report.as_deref(), self.now),
-                config_cell(n.config.as_deref(), self.config_revision),
-            )?;
+            table.row([
+                n.hostname.as_str(),
+                &n.shown,
+                &age(n.since.as_deref(), self.now),
+                &age(n.last_report.as_deref(), self.now),
+                &config_cell(n.config.as_deref(), self.config_revision),
+                n.last_error.as_ref().map_or("-", |e| e.reason.as_str()),
+            ]);
         }
+        f.write_str(&table.render())?;
         writeln!(
             f,
             "\nSite config: revision {} (`dcn node show HOST` shows a node's resolved config)",

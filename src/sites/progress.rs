@@ -150,13 +150,7 @@ impl ProgressRecord {
 
 /// `text` safe to print, at most `max` characters.
 fn clean(text: &str, max: usize) -> String {
-    let safe = crate::terminal_text::sanitize(text);
-    let mut cut: String = safe.chars().take(max).collect();
-    if cut.len() < safe.len() {
-        cut.pop();
-        cut.push('…');
-    }
-    cut
+    crate::terminal_text::cell(text, max)
 }
 
 /// The progress records on a host's files. Changes need the registry's

@@ -54,7 +54,7 @@ pub struct BmcCredentials {
 }
 
 impl BmcSettings {
-    /// What [`crate::bmc::Client::new`] takes, `timeout` per request: reads
+    /// What [`crate::bmc::Client::new`] takes, `timeout` per call: reads
     /// the password and the CA file.
     pub fn client_options(&self, timeout: Duration) -> Result<ClientOptions> {
         Ok(ClientOptions {
@@ -63,6 +63,7 @@ impl BmcSettings {
             password: self.credentials.password()?,
             trust: self.tls.server_trust()?,
             timeout,
+            timeout_from: None,
             retry: Retry::default(),
             credentials_from: self.credentials.origin(),
         })
