@@ -14,24 +14,11 @@ use dcn::sites::Registry;
 use join_server::{ControlPlane, token};
 
 fn key() -> rcgen::KeyPair {
-    rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap()
+    join_server::node_key()
 }
 
 fn request(token: &dcn::bundle::JoinToken, hostname: &str, key: &rcgen::KeyPair) -> JoinRequest {
-    let csr = rcgen::CertificateParams::new(vec![])
-        .unwrap()
-        .serialize_request(key)
-        .unwrap()
-        .pem()
-        .unwrap();
-    JoinRequest {
-        token: token.expose_full(),
-        hostname: hostname.into(),
-        address: "10.240.1.10".into(),
-        csr,
-        dcn_version: "test".into(),
-        proof: None,
-    }
+    join_server::join_request(&token.expose_full(), hostname, key)
 }
 
 fn refusal(result: anyhow::Result<dcn::join::protocol::JoinReply>) -> String {

@@ -22,25 +22,11 @@ fn control_plane() -> ControlPlane {
 }
 
 fn request(token: &JoinToken, hostname: &str) -> JoinRequest {
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    request_with_key(token, hostname, &key)
+    request_with_key(token, hostname, &join_server::node_key())
 }
 
 fn request_with_key(token: &JoinToken, hostname: &str, key: &rcgen::KeyPair) -> JoinRequest {
-    let csr = rcgen::CertificateParams::new(vec![hostname.to_string()])
-        .unwrap()
-        .serialize_request(key)
-        .unwrap()
-        .pem()
-        .unwrap();
-    JoinRequest {
-        token: token.expose_full(),
-        hostname: hostname.into(),
-        address: "10.240.1.10".into(),
-        csr,
-        dcn_version: "test".into(),
-        proof: None,
-    }
+    join_server::join_request(&token.expose_full(), hostname, key)
 }
 
 fn refusal(client: &JoinClient, req: &JoinRequest) -> String {

@@ -112,6 +112,34 @@ pub fn token(reg: &Registry, site: &str, ttl: i64, max_uses: u32) -> JoinToken {
     t
 }
 
+/// A join request for `hostname` with `token` (`<id>.<secret>`), whose CSR
+/// is for `key`, without a proof of the key.
+pub fn join_request(
+    token: &str,
+    hostname: &str,
+    key: &rcgen::KeyPair,
+) -> dcn::join::protocol::JoinRequest {
+    let csr = rcgen::CertificateParams::new(vec![hostname.to_string()])
+        .unwrap()
+        .serialize_request(key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    dcn::join::protocol::JoinRequest {
+        token: token.into(),
+        hostname: hostname.into(),
+        address: "10.240.1.10".into(),
+        csr,
+        dcn_version: "test".into(),
+        proof: None,
+    }
+}
+
+/// A new node key, as `dcn join` makes it.
+pub fn node_key() -> rcgen::KeyPair {
+    rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap()
+}
+
 /// The join service with default limits.
 pub fn serve(host: Host, listen: SocketAddr, accounts: Arc<dyn NodeAccounts>) {
     let _ = dcn::serve::serve_with(host, listen, dcn::serve::Limits::default(), accounts);
