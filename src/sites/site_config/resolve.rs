@@ -190,6 +190,7 @@ pub fn plan(
         .collect()
 }
 
+/// A resolved drop-in's text; empty when the service has none.
 fn text(r: Option<&Resolved>) -> &str {
     r.map_or("", |r| r.text.as_str())
 }
