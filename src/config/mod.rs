@@ -3,6 +3,7 @@
 //! fields, wrong types and bad values are errors that name the file, line and
 //! field path.
 
+mod ini_text;
 pub mod inventory;
 pub mod node;
 mod package_source;

@@ -156,4 +156,24 @@ mod tests {
             parse_site_config(&format!("{HEAD}nodes:\n  Bad_Name: {{}}\n"), "s.yaml").unwrap_err();
         assert!(e.path.starts_with("nodes"), "{e}");
     }
+
+    #[test]
+    fn a_text_over_the_size_bound_is_refused_with_its_path_and_the_bound() {
+        // 10,000 one-key sections: what once cost a dry run minutes.
+        let ini: String = (0..10_000).map(|i| format!("[s{i}]\\nk=v\\n")).collect();
+        let text = format!(
+            "{HEAD}nodes:\n  edge1-n1:\n    services:\n      novaCompute:\n        customServiceConfig: \"{ini}\"\n"
+        );
+        let e = parse_site_config(&text, "s.yaml").unwrap_err();
+        assert_eq!(
+            e.path, "nodes.edge1-n1.services.novaCompute.customServiceConfig",
+            "{e}"
+        );
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(
+            e.message
+                .contains("has 10000 sections, more than the 256 dcn accepts"),
+            "{e}"
+        );
+    }
 }

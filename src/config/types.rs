@@ -322,36 +322,7 @@ impl From<HumanDuration> for String {
     }
 }
 
-/// Raw oslo.config INI text that the operator adds to a service's
-/// configuration. It is checked for INI syntax when the file is read.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct IniText(String);
-
-impl IniText {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.trim().is_empty()
-    }
-}
-
-impl TryFrom<String> for IniText {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        crate::ini::Ini::parse(&s)
-            .map_err(|e| format!("invalid INI in customServiceConfig, {e}"))?;
-        Ok(IniText(s))
-    }
-}
-
-impl From<IniText> for String {
-    fn from(v: IniText) -> String {
-        v.0
-    }
-}
+pub use super::ini_text::IniText;
 
 #[cfg(test)]
 mod tests;
