@@ -5,7 +5,7 @@
 //! kept by position, and the diff is [`crate::ini::diff`]'s.
 
 use crate::config::SiteConfig;
-use crate::config::types::{Hostname, IniText};
+use crate::config::types::{IniText, NodeName};
 use crate::ini::{Ini, Position};
 use crate::recipes::Recipes;
 use crate::sites::registry::NodeRecord;
@@ -76,7 +76,7 @@ fn node_overrides<'a>(
     site: &'a SiteConfig,
     hostname: &str,
 ) -> Option<&'a crate::config::site_config::NodeOverrides> {
-    site.nodes.get(&hostname.parse::<Hostname>().ok()?)
+    site.nodes.get(&hostname.parse::<NodeName>().ok()?)
 }
 
 /// Every edge service's drop-in for `hostname`: the control plane's
