@@ -39,11 +39,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             }
         }
         SiteCommand::Status { site, output } => {
-            let status = crate::sites::phases::site_status(
-                &host.files,
-                site.as_str(),
-                std::time::SystemTime::now(),
-            )?;
+            let status = crate::sites::admin::site_status_with_health(&host, site.as_str())?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
                 OutputFormat::Text => print!("{status}"),

@@ -54,6 +54,14 @@ pub trait Step {
     fn is_check(&self) -> bool {
         false
     }
+
+    /// The step cannot read its effect back cheaply, and is idempotent and
+    /// cheap: it runs on every run (`is_done` is never asked), and is
+    /// reported as ensured, not as a change. In a dry run it would change
+    /// something only when it last ran as another command.
+    fn reapplies(&self) -> bool {
+        false
+    }
 }
 
 /// A named group of steps, timed as one.
@@ -68,6 +76,8 @@ pub enum Outcome {
     AlreadyDone,
     Applied,
     Checked,
+    /// Applied again, as on every run (an idempotent step).
+    Ensured,
     /// Dry run: it would be applied, with these file changes.
     WouldApply(Vec<String>),
 }
@@ -140,6 +150,26 @@ fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outco
             .with_context(|| format!("check {name} failed"))?;
         tracing::debug!("  {name}: ok in {:.1}s", started.elapsed().as_secs_f64());
         return Ok(Outcome::Checked);
+    }
+    // In a dry run, an idempotent step would change something only when it
+    // last ran as another command.
+    let unchanged = journal.is_done(&name, &step.fingerprint());
+    if step.reapplies() && (!host.dry_run || unchanged) {
+        if host.dry_run {
+            return Ok(Outcome::AlreadyDone);
+        }
+        let started = Instant::now();
+        step.apply(&ctx)
+            .with_context(|| format!("step {name} failed"))?;
+        tracing::debug!(
+            "  {name}: ensured in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        host.flush_to_disk()
+            .with_context(|| format!("flushing what step {name} changed to disk"))?;
+        journal.record_step(&name, &step.fingerprint(), started.elapsed());
+        journal.save(&host.files)?;
+        return Ok(Outcome::Ensured);
     }
     if step
         .is_done(&ctx)

@@ -179,3 +179,45 @@ fn dry_run_changes_nothing_and_lists_files() {
         "nothing written, not even the journal"
     );
 }
+
+/// Sets its value again on every run, as `ovs-vsctl set` does: ensured,
+/// not counted as a change.
+struct Idempotent<'a>(&'a Cell<u32>);
+
+impl Step for Idempotent<'_> {
+    fn name(&self) -> String {
+        "test.idempotent".into()
+    }
+    fn describe(&self) -> String {
+        "idempotent".into()
+    }
+    fn reapplies(&self) -> bool {
+        true
+    }
+    fn apply(&self, _: &Context) -> Result<()> {
+        self.0.set(self.0.get() + 1);
+        Ok(())
+    }
+}
+
+#[test]
+fn an_idempotent_step_runs_every_time_and_is_not_a_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Cell::new(0);
+    let steps = || -> Vec<Phase> {
+        vec![Phase {
+            name: "p",
+            steps: vec![Box::new(Idempotent(&runs))],
+        }]
+    };
+    for _ in 0..2 {
+        let r = run(&steps(), &host(dir.path(), false)).unwrap();
+        assert_eq!(r.steps[0].1, Outcome::Ensured);
+        assert_eq!(r.applied(), 0);
+    }
+    assert_eq!(runs.get(), 2);
+    // A dry run after it ran as it is now changes nothing.
+    let r = run(&steps(), &host(dir.path(), true)).unwrap();
+    assert_eq!(r.steps[0].1, Outcome::AlreadyDone);
+    assert_eq!(runs.get(), 2);
+}

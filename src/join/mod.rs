@@ -113,10 +113,12 @@ pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
     }
     timer.reporter.phase(Phase::JoinStarted, None);
     let result = join_verified(host, opts, &mut timer, &bundle, previous, hostname);
-    if let Err(e) = &result {
-        timer
+    match &result {
+        // The centre records `placed` once it sees both planes up too.
+        Ok(_) => timer.reporter.phase(Phase::JoinFinished, None),
+        Err(e) => timer
             .reporter
-            .failed(&format!("{e:#}"), crate::logging::recent_lines());
+            .failed(&format!("{e:#}"), crate::logging::recent_lines()),
     }
     let reporter = std::mem::replace(&mut timer.reporter, Reporter::off());
     reporter.finish(reporter::FINISH_WITHIN);

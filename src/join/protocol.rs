@@ -200,7 +200,13 @@ pub enum Phase {
     JoinStep,
     /// The join service answered the node's join.
     Joined,
-    /// The placer put the node in its site's aggregate.
+    /// The placer put the node in its site's aggregate (its join may still
+    /// be running).
+    InZone,
+    /// `dcn join` finished every step on the node.
+    JoinFinished,
+    /// The node finished its join and the centre sees both its planes up:
+    /// its nova-compute service and its OVN chassis.
     Placed,
     /// Something failed: the detail is the reason.
     Failed,
@@ -208,7 +214,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 13] = [
         Phase::MediaInserted,
         Phase::PoweredOn,
         Phase::InstallerStarted,
@@ -218,6 +224,8 @@ impl Phase {
         Phase::JoinStarted,
         Phase::JoinStep,
         Phase::Joined,
+        Phase::InZone,
+        Phase::JoinFinished,
         Phase::Placed,
         Phase::Failed,
     ];
@@ -230,6 +238,7 @@ impl Phase {
                 | Phase::PoweredOn
                 | Phase::MediaEjected
                 | Phase::Joined
+                | Phase::InZone
                 | Phase::Placed
         )
     }
@@ -237,6 +246,12 @@ impl Phase {
     /// Nothing more is expected after it (so it never turns silent).
     pub fn is_final(self) -> bool {
         matches!(self, Phase::Placed | Phase::Failed)
+    }
+
+    /// The node reports nothing more after it: its join is done, and the
+    /// centre decides whether it is placed.
+    pub fn node_is_done(self) -> bool {
+        self.is_final() || self == Phase::JoinFinished
     }
 
     /// Its name on the wire.
@@ -251,6 +266,8 @@ impl Phase {
             Phase::JoinStarted => "join-started",
             Phase::JoinStep => "join-step",
             Phase::Joined => "joined",
+            Phase::InZone => "in-zone",
+            Phase::JoinFinished => "join-finished",
             Phase::Placed => "placed",
             Phase::Failed => "failed",
         }

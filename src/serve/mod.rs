@@ -109,6 +109,9 @@ pub fn serve_with(
             if let Err(e) = placer::place_pending(&placer_host) {
                 tracing::warn!("placing joined hosts: {e:#}");
             }
+            if let Err(e) = placer::record_placed(&placer_host) {
+                tracing::warn!("recording finished hosts as placed: {e:#}");
+            }
             match crate::ovn::mirror_chassis_options(placer_host.runner.as_ref()) {
                 Ok(updated) if !updated.is_empty() => {
                     tracing::info!("chassis options shown to neutron: {}", updated.join(", "))

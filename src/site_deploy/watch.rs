@@ -68,7 +68,12 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             .is_some_and(|p| {
                 matches!(
                     p,
-                    Phase::FirstBoot | Phase::JoinStarted | Phase::JoinStep | Phase::Joined
+                    Phase::FirstBoot
+                        | Phase::JoinStarted
+                        | Phase::JoinStep
+                        | Phase::Joined
+                        | Phase::InZone
+                        | Phase::JoinFinished
                 )
             });
     let on_disk = rec
@@ -89,6 +94,8 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
                     | Phase::JoinStarted
                     | Phase::JoinStep
                     | Phase::Joined
+                    | Phase::InZone
+                    | Phase::JoinFinished
                     | Phase::Placed
             )
         });

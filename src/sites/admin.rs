@@ -5,7 +5,7 @@ use super::accounts::ControlPlaneAccounts;
 use super::health::{self, PlaneState};
 use super::ovn_access;
 use super::phases::{self, NodePhase};
-use super::progress::ProgressStore;
+use super::progress::{Phase, ProgressStore};
 use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
 use crate::deployment::saved_config;
@@ -132,6 +132,34 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
             progress,
         })
         .collect())
+}
+
+/// `dcn site status SITE`: every host's progress, and for each node whose
+/// join is done, what nova and OVN say of it now (a plane down is flagged,
+/// with where to look).
+pub fn site_status_with_health(host: &Host, site: &str) -> Result<phases::SiteStatus> {
+    let mut status = phases::site_status(&host.files, site, SystemTime::now())?;
+    let done = |p: &NodePhase| {
+        p.phase
+            .is_some_and(|p| matches!(p, Phase::JoinFinished | Phase::Placed))
+    };
+    if !status.nodes.iter().any(done) {
+        return Ok(status);
+    }
+    let views = list_nodes_with_health(host)?;
+    status.nodes = std::mem::take(&mut status.nodes)
+        .into_iter()
+        .map(
+            |p| match views.iter().find(|v| v.hostname() == p.hostname) {
+                Some(v) if v.joined().is_some() => p.with_planes(phases::Planes {
+                    compute: v.compute,
+                    network: v.network,
+                }),
+                _ => p,
+            },
+        )
+        .collect();
+    Ok(status)
 }
 
 /// Revoke a site: every node's RabbitMQ and keystone users go, the OVN

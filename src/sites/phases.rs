@@ -5,6 +5,7 @@
 //! shows as `silent (last: <phase>)`. The CONFIG column says which revision
 //! of the site's service config each joined node runs.
 
+use super::health::PlaneState;
 use super::progress::{Entry, LastError, Phase, ProgressRecord, ProgressStore};
 use super::registry::{AppliedConfig, NodeRecord, NodeState, Registry};
 use crate::host::Files;
@@ -37,6 +38,42 @@ pub struct NodePhase {
     /// The site config revision the node reported it runs (joined nodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<Box<AppliedConfig>>,
+    /// What the centre sees of a node whose join is done (`dcn site
+    /// status`): a plane down is flagged in `shown`, with the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planes: Option<Planes>,
+}
+
+/// A node's two planes as the centre sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Planes {
+    /// Its nova-compute service.
+    pub compute: PlaneState,
+    /// Its OVN chassis.
+    pub network: PlaneState,
+}
+
+impl Planes {
+    /// What is wrong, for the operator: each plane that is not up, with
+    /// where to look.
+    pub fn problems(&self, hostname: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.compute {
+            PlaneState::Up | PlaneState::Unknown => {}
+            s => out.push(format!(
+                "{hostname}: COMPUTE {}: its nova-compute service does not report to the control plane; on the node, see `systemctl status nova-compute` and /var/log/nova/nova-compute.log, and check its link to the control plane",
+                s.as_str()
+            )),
+        }
+        match self.network {
+            PlaneState::Up | PlaneState::Unknown => {}
+            s => out.push(format!(
+                "{hostname}: NETWORK {}: its OVN chassis does not answer the control plane, so its guests get no DHCP and no traffic; on the node, see `systemctl status ovn-controller` and `ovs-vsctl get open . external-ids:ovn-remote`",
+                s.as_str()
+            )),
+        }
+        out
+    }
 }
 
 impl NodePhase {
@@ -54,7 +91,27 @@ impl NodePhase {
             last_error: p.last_error.clone(),
             history: p.history.clone(),
             config: None,
+            planes: None,
         }
+    }
+
+    /// Attach what the centre sees of the node's planes, when its join is
+    /// done (it finished, or it is placed): a plane that is not up shows
+    /// in its phase (`placed, NETWORK down`).
+    pub fn with_planes(mut self, planes: Planes) -> NodePhase {
+        if !self
+            .phase
+            .is_some_and(|p| matches!(p, Phase::JoinFinished | Phase::Placed))
+        {
+            return self;
+        }
+        for (name, state) in [("COMPUTE", planes.compute), ("NETWORK", planes.network)] {
+            if !matches!(state, PlaneState::Up | PlaneState::Unknown) {
+                self.shown.push_str(&format!(", {name} {}", state.as_str()));
+            }
+        }
+        self.planes = Some(planes);
+        self
     }
 
     /// A node that joined before progress was recorded (or whose record
@@ -77,6 +134,7 @@ impl NodePhase {
             last_error: None,
             history: Vec::new(),
             config: n.config.clone(),
+            planes: None,
         }
     }
 }
@@ -192,6 +250,11 @@ impl fmt::Display for SiteStatus {
             "\nSite config: revision {} (`dcn node show HOST` shows a node's resolved config)",
             self.config_revision
         )?;
+        for n in &self.nodes {
+            for problem in n.planes.iter().flat_map(|p| p.problems(&n.hostname)) {
+                write!(f, "\n{problem}\n")?;
+            }
+        }
         for n in &self.nodes {
             let Some(e) = &n.last_error else { continue };
             write!(

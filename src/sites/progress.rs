@@ -87,12 +87,14 @@ impl ProgressRecord {
         let at = rfc3339(now);
         let detail = detail.map(|d| clean(d, MAX_DETAIL));
         self.updated_at = at.clone();
-        // The join that got the node placed goes on with its last steps,
-        // and repeats them as heartbeats, after the placer put it in its
-        // zone: they do not take it out again. A new join starts with
-        // `join-started`, and a failure is always recorded.
-        let placed = self.current().is_some_and(|e| e.phase == Phase::Placed);
-        if placed && matches!(phase, Phase::JoinStep | Phase::Joined) {
+        // The join goes on with its last steps, and repeats them as
+        // heartbeats, after the placer put the node in its zone: they do
+        // not take it out again. A new join starts with `join-started`,
+        // and a failure is always recorded.
+        let in_zone = self
+            .current()
+            .is_some_and(|e| matches!(e.phase, Phase::InZone | Phase::Placed));
+        if in_zone && matches!(phase, Phase::JoinStep | Phase::Joined) {
             return;
         }
         let same = self
@@ -126,12 +128,13 @@ impl ProgressRecord {
         }
     }
 
-    /// Not done, and nothing reported for [`SILENT_AFTER`].
+    /// Still expected to report, and nothing reported for
+    /// [`SILENT_AFTER`].
     pub fn is_silent(&self, now: SystemTime) -> bool {
         let Some(current) = self.current() else {
             return false;
         };
-        !current.phase.is_final()
+        !current.phase.node_is_done()
             && parse_rfc3339(&self.updated_at)
                 .map(|t| now.duration_since(t).unwrap_or_default() > SILENT_AFTER)
                 .unwrap_or(true)

@@ -342,7 +342,12 @@ impl InitReport {
         self.run
             .steps
             .iter()
-            .filter(|(_, o)| !matches!(o, Outcome::AlreadyDone | Outcome::Checked))
+            .filter(|(_, o)| {
+                !matches!(
+                    o,
+                    Outcome::AlreadyDone | Outcome::Checked | Outcome::Ensured
+                )
+            })
             .map(|(n, _)| n.as_str())
             .collect()
     }

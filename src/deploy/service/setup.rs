@@ -177,6 +177,10 @@ impl Step for Setup {
         digest(self.argv.iter().map(|a| a.as_bytes()))
     }
 
+    fn reapplies(&self) -> bool {
+        self.check.is_none()
+    }
+
     /// A `rerun` command is never done. A checked one is done when its
     /// check passes, unless the journal shows it last ran as another
     /// command (its configuration changed).
