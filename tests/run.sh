@@ -17,9 +17,11 @@
 # DCN_IMAGE_E2E=1), the edge ISO built (tests/image_e2e.rs, about 6 minutes
 # with a cold /var/cache/dcn-image) and a bare-metal site deployed from its
 # BMCs with it: real VMs booted from virtual media, installed and joined
-# (tests/site_deploy_e2e.rs, about 25 minutes), and a bare-metal node
-# whose power is cut through its BMC as it joins, after it is placed and
-# while it applies a site config (tests/power_cut_e2e.rs).
+# (tests/site_deploy_e2e.rs, about 25 minutes), with power cuts through the
+# BMCs as a node joins, after it is placed and while it applies a site
+# config. Every cut point of a deploy, one after the other, is
+# `DCN_EDGE_ISO=… cargo test --test power_cut_e2e -- --ignored` (about 30
+# minutes, not in CI).
 # DCN_IMAGE_E2E=0 skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,7 +98,7 @@ static_binary() {
 # the host adapters, so both count.
 EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/join src/serve
     src/site_deploy src/sites/progress.rs src/engine src/deploy src/lab tests/common
-    tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs)
+    tests/image_e2e.rs tests/site_deploy_e2e.rs)
 image_e2e_wanted() {
     [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
     [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0
@@ -183,11 +185,6 @@ if [[ $(id -u) == 0 ]] && image_e2e_wanted; then
         timeout 3000 cargo test --locked --test image_e2e -- --ignored --nocapture
     stage site-deploy-e2e env DCN_EDGE_ISO=/var/cache/dcn-image/e2e/dcn-edge.iso \
         timeout 3000 cargo test --locked --test site_deploy_e2e -- --ignored --nocapture
-    # Power cuts through the BMC at a fixed subset of the cut points
-    # (DCN_POWER_CUTS=all runs every one, about 30 minutes).
-    stage power-cut-e2e env DCN_EDGE_ISO=/var/cache/dcn-image/e2e/dcn-edge.iso \
-        DCN_POWER_CUTS=${DCN_POWER_CUTS:-in-zone,placed+30s,config-sync} \
-        timeout 2400 cargo test --locked --test power_cut_e2e -- --ignored --nocapture
 else
     echo "==> image-e2e and site-deploy-e2e skipped (need root, and a change to the edge chain's code, or DCN_IMAGE_E2E=1)"
 fi

@@ -3,7 +3,7 @@
 //! the registry's lock by the join service (a node's reports, `joined`,
 //! `placed`) and by `dcn site deploy` (what it did to the BMC). Whatever a
 //! node sends is bounded and made safe to print before it is kept
-//! ([`ProgressRecord::apply`]), so a record never grows past a few KiB.
+//! ([`ProgressRecord::apply`]), so a record never grows past about 24 KiB.
 
 use super::registry::{Lock, Registry};
 use crate::host::{FileSpec, Files};
@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 const DIR: &str = "/var/lib/dcn/progress";
 
 /// Entries kept per node (the oldest go first).
-pub const MAX_HISTORY: usize = 32;
+pub const MAX_HISTORY: usize = 64;
 /// A node that is not done and reported nothing for this long is silent.
 pub const SILENT_AFTER: Duration = Duration::from_secs(600);
 
