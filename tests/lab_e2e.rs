@@ -189,6 +189,14 @@ fn lab_control_plane_end_to_end() {
                 if j["phases"][before].is_number() {
                     break;
                 }
+                if init.is_finished() {
+                    let out = init.join().unwrap();
+                    panic!(
+                        "init resumed before {cut_in} ended before it reached it: {}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
                 assert!(
                     started.elapsed() < Duration::from_secs(900),
                     "init never finished {before}: {text}"

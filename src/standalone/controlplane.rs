@@ -71,9 +71,13 @@ impl Step for Preflight {
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
         let mut ignore = self.ignore.clone();
-        // Once dcn has installed the services here (a re-run, or a resumed
-        // run), they hold the ports.
-        if ctx.journal.has_run("packages.install") {
+        // Once dcn has set the control plane up here, even in part (a
+        // re-run, or a run resumed after a power cut, on a host whose
+        // packages were installed before a reset), its services hold the
+        // ports.
+        let ours = crate::deployment::Deployment::load(&ctx.host.files)?
+            .is_some_and(|d| d.roles.iter().any(|r| r == "controller"));
+        if ours || ctx.journal.has_run("packages.install") {
             ignore.push("ports".into());
         }
         let report = crate::preflight::run(
