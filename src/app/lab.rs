@@ -73,6 +73,31 @@ pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        LabCommand::Tempest {
+            dir,
+            smoke,
+            regexes,
+            zone,
+            concurrency,
+            output,
+        } => {
+            let summary = crate::lab::tempest::run(&crate::lab::tempest::TempestOptions {
+                dir: dir.dir,
+                smoke,
+                regexes,
+                zone,
+                concurrency,
+            })?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+                OutputFormat::Text => print!("{summary}"),
+            }
+            Ok(if summary.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         LabCommand::Link { dir, host, state } => {
             crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;
             println!(

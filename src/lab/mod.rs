@@ -22,6 +22,7 @@ mod report;
 pub(crate) mod rootfs;
 mod state;
 mod sweep;
+pub mod tempest;
 
 pub use manage::{HostStatus, LabStatus, Restarted, VmStatus, down, exec, link, restart, status};
 pub use nsenter::ContainerRunner;
@@ -105,7 +106,9 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         started: Instant::now(),
     };
     let recipes = crate::recipes::Recipes::embedded()?;
-    let packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
+    let mut packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
+    // `dcn lab tempest` installs OpenStack's test suite in cp from here.
+    packages.extend(tempest::PACKAGES.iter().map(|p| p.to_string()));
 
     timer.phase("host tools", || {
         install_host_tools(&runner, bm_site.is_some())
