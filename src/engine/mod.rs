@@ -62,6 +62,16 @@ pub trait Step {
     fn reapplies(&self) -> bool {
         false
     }
+
+    /// Whether what the step changed may still be only in the page cache
+    /// when it returns (another daemon's database, systemd's links, files
+    /// packages wrote), so the host's disks are flushed before the journal
+    /// records it. Steps that change nothing but files written through
+    /// [`crate::host::Files`], which fsyncs each file and its directory,
+    /// say no.
+    fn needs_flush(&self) -> bool {
+        true
+    }
 }
 
 /// A named group of steps, timed as one.
@@ -195,8 +205,10 @@ fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outco
         .with_context(|| format!("step {name} failed"))?;
     // What the step changed (another daemon's database, systemd's links,
     // files packages wrote) is on the disk before the journal says so.
-    host.flush_to_disk()
-        .with_context(|| format!("flushing what step {name} changed to disk"))?;
+    if step.needs_flush() {
+        host.flush_to_disk()
+            .with_context(|| format!("flushing what step {name} changed to disk"))?;
+    }
     let fingerprint = step.fingerprint();
     journal.record_step(&name, &fingerprint, started.elapsed());
     journal.save(&host.files)?;

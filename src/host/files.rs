@@ -278,6 +278,10 @@ impl Files {
             return Ok(Change::Removed);
         }
         fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
+        // The removal is on the disk, as a write is.
+        if let Some(parent) = hp.parent() {
+            fs::File::open(parent)?.sync_all()?;
+        }
         Ok(Change::Removed)
     }
 

@@ -223,10 +223,7 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
                 );
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while (alive(nspawn) || init.is_some_and(alive)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_gone(&[Some(nspawn), init], TEARDOWN);
     }
     reap(nspawn);
     if alive(nspawn) {
@@ -247,16 +244,29 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
                 nix::unistd::Pid::from_raw(init as i32),
                 nix::sys::signal::Signal::SIGKILL,
             );
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while alive(init) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            wait_gone(&[Some(init)], TEARDOWN);
         }
         if alive(init) {
-            bail!("container {name}: its systemd (PID {init}) is still running after SIGKILL");
+            bail!(
+                "container {name}: its systemd (PID {init}) is still running {}s after SIGKILL (a process of it stuck in the kernel: `cat /proc/{init}/task/*/stack`)",
+                TEARDOWN.as_secs()
+            );
         }
     }
     Ok(())
+}
+
+/// How long a killed container's PID namespace may take to end: its
+/// processes die only once they leave the kernel, and one that waits for
+/// the disk (a `sync` of a busy machine) takes its time.
+const TEARDOWN: Duration = Duration::from_secs(180);
+
+/// Wait until none of `pids` runs, at most `limit`.
+fn wait_gone(pids: &[Option<u32>], limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while pids.iter().flatten().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// What to SIGKILL when a container will not stop: its init first (that

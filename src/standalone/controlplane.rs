@@ -231,6 +231,10 @@ impl InstallBinary {
 }
 
 impl Step for InstallBinary {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "install.dcn".into()
     }

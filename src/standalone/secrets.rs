@@ -58,6 +58,10 @@ struct StateDirs;
 const PRIVATE_DIRS: [&str; 3] = [STATE_DIR, SECRETS_DIR, PKI_DIR];
 
 impl Step for StateDirs {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "secrets.dirs".into()
     }
@@ -86,6 +90,10 @@ impl Step for StateDirs {
 struct Passwords;
 
 impl Step for Passwords {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "secrets.passwords".into()
     }
@@ -119,6 +127,10 @@ impl Step for Passwords {
 struct Ca;
 
 impl Step for Ca {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "secrets.ca".into()
     }
@@ -168,6 +180,10 @@ struct Leaf {
 }
 
 impl Step for Leaf {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         format!("secrets.cert-{}", self.name)
     }
