@@ -252,6 +252,15 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
                 TEARDOWN.as_secs()
             );
         }
+        for pid in super::sweep::nsenters(init) {
+            tracing::debug!(
+                "container {name}: ending nsenter {pid}, left over from a command run in it"
+            );
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
     }
     Ok(())
 }

@@ -61,6 +61,34 @@ fn lab_machine(cmdline: &[u8], hosts_arg: &str) -> Option<String> {
         .map(String::from)
 }
 
+/// `nsenter` processes that entered the container whose systemd was
+/// `init` (`dcn lab exec`, the lab's own commands). When a container
+/// stops while one runs, util-linux's nsenter stops itself along with its
+/// stopped child and is never woken again, holding the lab's network
+/// namespace: after the container is gone, these are left-overs.
+pub fn nsenters(init: u32) -> Vec<u32> {
+    let target = init.to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            entered(&cmdline, &target).then_some(pid)
+        })
+        .collect()
+}
+
+/// Whether a command line is `nsenter -t TARGET …`.
+fn entered(cmdline: &[u8], target: &str) -> bool {
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    args.first().is_some_and(|p| p.ends_with(b"nsenter"))
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"-t" && w[1] == target.as_bytes())
+}
+
 /// Mount points at or under `dir`, deepest first (the order to unmount).
 pub fn mounts(dir: &Path) -> Result<Vec<PathBuf>> {
     let text = std::fs::read_to_string("/proc/self/mountinfo")?;
@@ -143,6 +171,21 @@ mod tests {
         ] {
             assert_eq!(lab_machine(&other, hosts), None);
         }
+    }
+
+    #[test]
+    fn nsenters_of_a_container_are_known_by_its_init() {
+        let line = |args: &[&str]| args.join("\0").into_bytes();
+        assert!(entered(
+            &line(&["nsenter", "-t", "1929", "-a", "--", "dcn"]),
+            "1929"
+        ));
+        assert!(entered(
+            &line(&["/usr/bin/nsenter", "-t", "1929", "-a"]),
+            "1929"
+        ));
+        assert!(!entered(&line(&["nsenter", "-t", "19290", "-a"]), "1929"));
+        assert!(!entered(&line(&["dcn", "-t", "1929"]), "1929"));
     }
 
     #[test]
