@@ -208,6 +208,9 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
     }
     let deadline = Instant::now() + timeout;
     while alive(nspawn) && Instant::now() < deadline {
+        if let Some(init) = init {
+            end_nsenters(name, init, true);
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     if alive(nspawn) {
@@ -215,6 +218,9 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
             "container {name} did not power off within {}s; killing it",
             timeout.as_secs()
         );
+        if let Some(init) = init {
+            end_nsenters(name, init, false);
+        }
         for pid in kill_order(init, nspawn) {
             if alive(pid) {
                 let _ = nix::sys::signal::kill(
@@ -237,6 +243,7 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
         while alive(init) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
         }
+        end_nsenters(name, init, false);
         // Still the container's systemd, not a process that took its PID.
         let comm = std::fs::read_to_string(format!("/proc/{init}/comm")).unwrap_or_default();
         if alive(init) && comm.trim() == "systemd" {
@@ -252,17 +259,32 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
                 TEARDOWN.as_secs()
             );
         }
-        for pid in super::sweep::nsenters(init) {
-            tracing::debug!(
-                "container {name}: ending nsenter {pid}, left over from a command run in it"
-            );
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
     }
     Ok(())
+}
+
+/// End the `nsenter`s of the container whose systemd is `init` (only the
+/// stopped ones when `stopped_only`). util-linux's nsenter stops itself
+/// when its child is stopped, as a container's shutdown does to every
+/// process: stopped, it never reaps that child, and the container's PID
+/// namespace (its systemd, in `zap_pid_ns_processes`) can never end.
+fn end_nsenters(name: &str, init: u32, stopped_only: bool) {
+    for pid in super::sweep::nsenters(init) {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .as_deref()
+            .and_then(stat_state);
+        if stopped_only && state != Some('T') {
+            continue;
+        }
+        tracing::debug!(
+            "container {name}: ending nsenter {pid} (state {state:?}), which would keep it from ending"
+        );
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
 }
 
 /// How long a killed container's PID namespace may take to end: its
