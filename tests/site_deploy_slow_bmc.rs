@@ -4,6 +4,8 @@
 //! each BMC call is answered, because a call made inside a phase gets at
 //! most the time the phase has left. Driven through
 //! `dcn::site_deploy::node::run` on a temporary control-plane root: no lab.
+//! And a node that says nothing after the deploy powered it on (a boot
+//! that hung) is powered on once more, and only once, before it fails.
 
 #[path = "support/hostile_bmc.rs"]
 mod hostile_bmc;
@@ -202,5 +204,87 @@ fn the_install_wait_ends_at_its_deadline() {
         reason.contains("waited 3s for the disk to be written")
             && reason.contains("raise --install-timeout"),
         "{reason}"
+    );
+}
+
+/// Every `powered-on` the deploy records is made eleven minutes old (past
+/// the silent bound) once, as if the node had said nothing since, until
+/// `stop`; returns how many it aged.
+fn age_each_power_on(
+    root: &Path,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    let root = root.to_path_buf();
+    std::thread::spawn(move || {
+        let files = Files::new(root, false);
+        let mut aged = 0;
+        let mut seen = 0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let powered_on = |rec: &progress::ProgressRecord| {
+                rec.history
+                    .iter()
+                    .filter(|e| e.phase == Phase::PoweredOn)
+                    .count()
+            };
+            if let Some(rec) = progress::read(&files, HOST).unwrap()
+                && powered_on(&rec) > seen
+                && rec.current().is_some_and(|e| e.phase == Phase::PoweredOn)
+            {
+                let lock = dcn::sites::Registry::new(&files).lock().unwrap();
+                let mut rec = progress::read(&files, HOST).unwrap().unwrap();
+                seen = powered_on(&rec);
+                rec.updated_at =
+                    dcn::timefmt::rfc3339(SystemTime::now() - Duration::from_secs(660));
+                progress::ProgressStore::new(&files)
+                    .save(&lock, &rec)
+                    .unwrap();
+                aged += 1;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        aged
+    })
+}
+
+#[test]
+fn a_node_silent_since_power_on_is_powered_on_once_more_then_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let files = Files::new(&root, false);
+    let bmc = HostileBmc::start();
+    bmc.edit(SYSTEM, |v| v["PowerState"] = "On".into());
+    // Every setting and action succeeds.
+    bmc.on(|r| (r.method != "GET").then(|| Answer::Text(204, String::new())));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ager = age_each_power_on(&root, stop.clone());
+    let (r, took) = run(&root, target(dir.path(), &bmc), Start::Reset);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let aged = ager.join().unwrap();
+    assert!(took < BOUND, "took {took:?}: {r:?}");
+    let (_, reason) = failed(&r);
+    assert!(reason.contains("has reported nothing for 11m"), "{reason}");
+    // Two power-ons through the BMC: the first, and one more.
+    let resets = bmc
+        .seen()
+        .iter()
+        .filter(|s| s.method == "POST" && s.path.ends_with("ComputerSystem.Reset"))
+        .count();
+    assert_eq!(
+        (resets, aged),
+        (2, 2),
+        "power-ons asked of the BMC, and seen at the centre"
+    );
+    let rec = progress::read(&files, HOST).unwrap().unwrap();
+    let phases: Vec<_> = rec.history.iter().map(|e| e.phase.to_string()).collect();
+    assert_eq!(
+        phases,
+        [
+            "media-ejected",
+            "powered-on",
+            "media-ejected",
+            "powered-on",
+            "failed"
+        ],
+        "{phases:?}"
     );
 }

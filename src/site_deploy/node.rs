@@ -105,6 +105,7 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
             phase,
             error,
             recorded,
+            ..
         }) => {
             let reason = format!("{error:#}");
             say(&format!("FAILED in {phase}: {reason}"));
@@ -131,6 +132,8 @@ struct Failure {
     error: anyhow::Error,
     /// Already recorded at the centre (the node reported it).
     recorded: bool,
+    /// Silent since the deploy powered it on: the node never spoke.
+    unheard: bool,
 }
 
 fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
@@ -138,6 +141,7 @@ fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
         phase: phase.to_string(),
         error,
         recorded: false,
+        unheard: false,
     }
 }
 
@@ -159,25 +163,29 @@ fn drive(
             say("already placed; left alone");
             return Ok(Outcome::AlreadyPlaced);
         }
-        Start::Boot => {
-            let t = Instant::now();
-            let media = media_for(ctx, node).map_err(at("media"))?;
-            timed("media", t);
-            let t = Instant::now();
-            let url = format!("{}/{}", ctx.media_url, media);
-            let install = ctx.limits.install_deadline();
-            boot(ctx, node, &url, &install).map_err(at("powered-on"))?;
-            timed("bmc", t);
-            install_then_boot_disk(ctx, node, &install, &mut timed)?
-        }
+        Start::Boot => from_iso(ctx, node, UNHEARD_RETRIES, &mut timed)?,
         Start::Reset => {
             // The installed system is on the disk: a restart from the disk
             // makes its first-boot join run again.
-            let t = Instant::now();
-            let join = ctx.limits.join_deadline();
-            to_disk(ctx, node, DiskBoot::Restart, &join).map_err(at("powered-on"))?;
-            timed("bmc", t);
-            join
+            let mut left = UNHEARD_RETRIES;
+            loop {
+                let t = Instant::now();
+                let join = ctx.limits.join_deadline();
+                to_disk(ctx, node, DiskBoot::Restart, &join).map_err(at("powered-on"))?;
+                timed("bmc", t);
+                let t = Instant::now();
+                match wait(ctx, node, "the node to be placed", &join, |s| s.placed) {
+                    Err(f) if f.unheard && left > 0 => {
+                        left -= 1;
+                        say(UNHEARD_RETRY);
+                    }
+                    done => {
+                        done?;
+                        timed("join", t);
+                        return placed(ctx, node);
+                    }
+                }
+            }
         }
         Start::Follow => {
             say("already under way; following it");
@@ -186,14 +194,62 @@ fn drive(
                 ctx.limits.join_deadline()
             } else {
                 let install = ctx.limits.install_deadline();
-                install_then_boot_disk(ctx, node, &install, &mut timed)?
+                match install_then_boot_disk(ctx, node, &install, &mut timed) {
+                    Err(f) if f.unheard && UNHEARD_RETRIES > 0 => {
+                        say(UNHEARD_RETRY);
+                        from_iso(ctx, node, UNHEARD_RETRIES - 1, &mut timed)?
+                    }
+                    join => join?,
+                }
             }
         }
     };
     let t = Instant::now();
     wait(ctx, node, "the node to be placed", &join, |s| s.placed)?;
     timed("join", t);
-    // Placed: its ISO (which holds a token) is no longer needed.
+    placed(ctx, node)
+}
+
+/// How many more times a node that said nothing after the deploy powered
+/// it on is powered on again before it is failed. Real hardware
+/// sometimes hangs in its firmware or early kernel on one boot and not the
+/// next (the lab's emulated nodes do too); nobody is at the site to press
+/// the button.
+const UNHEARD_RETRIES: u32 = 1;
+const UNHEARD_RETRY: &str =
+    "silent since it was powered on (a boot that hung?): powering it on again once";
+
+/// Boot the node's ISO through its BMC and follow the install until the
+/// node boots its disk; a node that never speaks after power-on gets
+/// `retries` more boots. Returns the join phase's deadline.
+fn from_iso(
+    ctx: &Run,
+    node: &NodeTarget,
+    retries: u32,
+    timed: &mut impl FnMut(&str, Instant),
+) -> Result<Deadline, Failure> {
+    let mut left = retries;
+    loop {
+        let t = Instant::now();
+        let media = media_for(ctx, node).map_err(at("media"))?;
+        timed("media", t);
+        let t = Instant::now();
+        let url = format!("{}/{}", ctx.media_url, media);
+        let install = ctx.limits.install_deadline();
+        boot(ctx, node, &url, &install).map_err(at("powered-on"))?;
+        timed("bmc", t);
+        match install_then_boot_disk(ctx, node, &install, timed) {
+            Err(f) if f.unheard && left > 0 => {
+                left -= 1;
+                say(UNHEARD_RETRY);
+            }
+            join => return join,
+        }
+    }
+}
+
+/// The node is placed: its ISO (which holds a token) is no longer needed.
+fn placed(ctx: &Run, node: &NodeTarget) -> Result<Outcome, Failure> {
     let dir = ctx
         .files
         .host_path(&super::media::media_dir(ctx.site))

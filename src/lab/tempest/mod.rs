@@ -71,8 +71,10 @@ pub fn run(opts: &TempestOptions) -> Result<Summary> {
     let files = Files::new(&cp.rootfs, false);
     install(&runner, &files)?;
     let facts = gather(&runner, &files)?;
-    files.ensure_dir(WORKSPACE, &FileSpec::private_dir())?;
     if !files.exists(&format!("{WORKSPACE}/.stestr.conf"))? {
+        // `tempest init` refuses a directory that is not empty: a
+        // workspace whose init was cut short starts again.
+        files.remove_all(WORKSPACE)?;
         run_in(
             &runner,
             "creating Tempest's workspace",
@@ -125,8 +127,10 @@ pub fn run(opts: &TempestOptions) -> Result<Summary> {
 fn run_tempest(runner: &dyn Runner, opts: &TempestOptions, exclude: &str) -> Result<()> {
     let mut args = vec![
         "run".to_string(),
-        "--workspace-path".into(),
-        format!("{WORKSPACE}/../tempest-workspaces.yaml"),
+        // Its own config file, named: `tempest run` otherwise looks for
+        // one by workspace registration or the current directory.
+        "--config-file".into(),
+        format!("{WORKSPACE}/etc/tempest.conf"),
         "--concurrency".into(),
         opts.concurrency.max(1).to_string(),
         "--exclude-list".into(),

@@ -39,6 +39,7 @@ pub(super) fn wait(
                 phase: "node".into(),
                 error: anyhow::anyhow!("the node reported: {reason}"),
                 recorded: true,
+                unheard: false,
             });
         }
         if seen.silent {
@@ -50,6 +51,7 @@ pub(super) fn wait(
                     seen.phase
                 ),
                 recorded: false,
+                unheard: seen.unheard,
             });
         }
         if deadline.passed() {
@@ -62,6 +64,7 @@ pub(super) fn wait(
                     deadline.setting().unwrap_or("the limit")
                 ),
                 recorded: false,
+                unheard: false,
             });
         }
         deadline.sleep(ctx.limits.poll);
