@@ -39,8 +39,20 @@ impl ContainerRunner {
                 "LANG=C.UTF-8".into(),
             ],
             env: Vec::new(),
+            // The directory is the container's: `env -C` changes to it
+            // inside (nsenter's own --wd would name a host path).
+            cwd: None,
             ..cmd.clone()
         };
+        let chdir = |args: &mut Vec<String>| {
+            if let Some(dir) = &cmd.cwd {
+                args.push(format!("--chdir={}", dir.display()));
+            }
+        };
+        // Right after `env -i`, before the variables.
+        let mut rest = wrapped.args.split_off(6);
+        chdir(&mut wrapped.args);
+        wrapped.args.append(&mut rest);
         for (k, v) in &cmd.env {
             wrapped.args.push(format!("{k}={v}"));
         }
@@ -49,8 +61,9 @@ impl ContainerRunner {
         if !cmd.secret_env.is_empty() {
             wrapped.secret_env = cmd.secret_env.clone();
             wrapped.args.truncate(4);
+            wrapped.args.push("/usr/bin/env".to_string());
+            chdir(&mut wrapped.args);
             wrapped.args.extend([
-                "/usr/bin/env".to_string(),
                 format!("PATH={PATH}"),
                 "HOME=/root".into(),
                 "LANG=C.UTF-8".into(),
@@ -93,5 +106,13 @@ mod tests {
         );
         assert!(line.ends_with("FOO=bar ip link"), "{line}");
         assert!(w.env.is_empty());
+        // A working directory is the container's, entered inside.
+        let w = r.wrap(&Cmd::new("x", "ls").cwd(std::path::Path::new("/var/lib/x")));
+        let line = w.command_line();
+        assert!(w.cwd.is_none(), "{line}");
+        assert!(
+            line.starts_with("nsenter -t 77 -a -- /usr/bin/env -i --chdir=/var/lib/x PATH="),
+            "{line}"
+        );
     }
 }
