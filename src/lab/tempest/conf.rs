@@ -42,13 +42,7 @@ pub fn render(f: &CloudFacts) -> String {
         }
     };
     let s = |v: &str| v.to_string();
-    section(
-        "DEFAULT",
-        &[
-            ("log_dir", format!("{WORKSPACE}/logs")),
-            ("log_file", s("tempest.log")),
-        ],
-    );
+    // No log settings: `tempest run` writes tempest.log in its workspace.
     section(
         "oslo_concurrency",
         &[("lock_path", format!("{WORKSPACE}/lock"))],

@@ -39,7 +39,9 @@ impl Summary {
             match status {
                 "success" | "xfail" => s.passed += 1,
                 "skip" => s.skipped += 1,
-                "fail" | "uxsuccess" => {
+                // subunit's words: `failure` (an assertion), `error`
+                // (an exception), `uxsuccess` (an expected failure passed).
+                "failure" | "error" | "uxsuccess" => {
                     s.failed += 1;
                     s.failures.push(id.trim_matches('"').to_string());
                 }
@@ -91,15 +93,21 @@ mod tests {
         let csv = "test,status,start_time,stop_time\n\
 tempest.api.identity.v3.test_domains.DomainsTestJSON.test_list_domains[id-1,smoke],success,2026-11-25 01:00:00+00:00,2026-11-25 01:00:01+00:00\n\
 tempest.api.volume.test_x.T.test_y[id-2],skip,2026-11-25 01:00:01+00:00,2026-11-25 01:00:01+00:00\n\
-tempest.api.image.v2.test_metadefs.T.test_z[id-3],fail,2026-11-25 01:00:02+00:00,2026-11-25 01:00:03+00:00\n\
+tempest.api.image.v2.test_metadefs.T.test_z[id-3],failure,2026-11-25 01:00:02+00:00,2026-11-25 01:00:03+00:00\n\
+\"tempest.api.identity.T.test_v[id-5,negative]\",failure,2026-11-25 01:00:02+00:00,2026-11-25 01:00:03+00:00\n\
+setUpClass (tempest.api.network.T),error,a,b\n\
 tempest.api.compute.T.test_w[id-4],xfail,a,b\n";
         let s = Summary::from_csv("smoke", csv);
-        assert_eq!((s.passed, s.skipped, s.failed), (2, 1, 1));
+        assert_eq!((s.passed, s.skipped, s.failed), (2, 1, 3));
         assert_eq!(
             s.failures,
-            vec!["tempest.api.image.v2.test_metadefs.T.test_z[id-3]"]
+            vec![
+                "setUpClass (tempest.api.network.T)",
+                "tempest.api.identity.T.test_v[id-5,negative]",
+                "tempest.api.image.v2.test_metadefs.T.test_z[id-3]",
+            ]
         );
-        assert!(s.to_string().contains("2 passed, 1 skipped, 1 failed"));
+        assert!(s.to_string().contains("2 passed, 1 skipped, 3 failed"));
     }
 
     #[test]
