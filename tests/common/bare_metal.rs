@@ -110,15 +110,25 @@ pub fn wait_whole(lab: &Lab, node: &str, after: &str, limit: Duration) -> f64 {
     }
 }
 
-/// Wait until the node's current phase is `phase` (with `detail` in its
-/// detail, if given); panics after `limit`.
+/// Wait until the node reaches `phase` (with `detail` in its detail, if
+/// given): its current phase, or one its history recorded since this wait
+/// began (a phase such as `first-boot` lasts less than a second, shorter
+/// than a poll); panics after `limit`.
 pub fn wait_phase(lab: &Lab, node: &str, phase: &str, detail: Option<&str>, limit: Duration) {
     let t = Instant::now();
+    // Second resolution, as the records have it.
+    let since = dcn::timefmt::rfc3339(std::time::SystemTime::now() - Duration::from_secs(1));
+    let matches = |e: &serde_json::Value| {
+        e["phase"] == phase
+            && detail.is_none_or(|d| e["detail"].as_str().is_some_and(|x| x.contains(d)))
+    };
     loop {
         let entry = site_entry(lab, node);
-        let detail_ok =
-            detail.is_none_or(|d| entry["detail"].as_str().is_some_and(|x| x.contains(d)));
-        if entry["phase"] == phase && detail_ok {
+        let recorded = entry["history"].as_array().is_some_and(|h| {
+            h.iter()
+                .any(|e| e["at"].as_str().is_some_and(|at| at >= since.as_str()) && matches(e))
+        });
+        if matches(&entry) || recorded {
             return;
         }
         assert!(
