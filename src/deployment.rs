@@ -45,6 +45,10 @@ impl Deployment {
 pub struct Record(pub Deployment);
 
 impl Step for Record {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "record.deployment".into()
     }
@@ -76,6 +80,10 @@ pub const CONFIG_FILE: &str = "/var/lib/dcn/config.yaml";
 pub struct SaveConfig(pub String);
 
 impl Step for SaveConfig {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "record.config".into()
     }

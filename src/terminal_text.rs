@@ -4,7 +4,13 @@
 //! and newlines that overwrite or forge the lines around them, and Unicode
 //! controls that reorder or hide text. [`sanitize`] escapes those and keeps
 //! every printable character, so `dcn bundle inspect` shows what a bundle
-//! holds, not what it wants shown.
+//! holds, not what it wants shown. Text of any length, too: [`Table`]
+//! lays out columns without format widths (which panic above 65,535) and
+//! cuts each cell to its column's maximum.
+
+mod table;
+
+pub use table::{Column, Table, cell, cut, pad};
 
 use std::borrow::Cow;
 use std::fmt::Write;

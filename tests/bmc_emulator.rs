@@ -740,6 +740,7 @@ fn the_media_ca_is_added_once_and_another_ca_is_not_overwritten() {
         password: Secret::new(PASSWORD),
         trust: dcn::tls::ServerTrust::Pin(emu.pin.parse().unwrap()),
         timeout: Duration::from_secs(30),
+        timeout_from: None,
         retry: dcn::bmc::Retry::default(),
         credentials_from: "the emulator's user".into(),
     })

@@ -2,8 +2,9 @@
 //! hostile, through the real binary against tests/support/hostile_bmc.rs:
 //! redirects never carry the password off the pinned https origin, answers
 //! are read up to a cap (memory and time stay bounded), collections are
-//! bounded, and BMC text reaches the terminal escaped and without the
-//! password. Every run also checks that the password never shows.
+//! bounded, and BMC text reaches the terminal escaped, without the
+//! password, and cut to a line however long it is. Every run also checks
+//! that the password never shows.
 
 #[path = "support/hostile_bmc.rs"]
 mod hostile_bmc;
@@ -255,6 +256,55 @@ fn certificate_names_are_printed_escaped() {
     );
     assert!(
         run.stdout.contains("\\u{1b}[2J") && run.stdout.contains("evil\\u{1b}[8m.example"),
+        "{run}"
+    );
+}
+
+#[test]
+fn a_name_of_100_kb_prints_a_bounded_line() {
+    // Two systems, one named with 100 KB (multi-byte, with escapes): the
+    // list of systems once used its length as a format width and panicked.
+    let bmc = HostileBmc::start();
+    let other = format!("{SYSTEM}-2");
+    let long = format!("\u{1b}[2J{}", "ñ".repeat(100 * 1024));
+    let mut second = bmc.resource(SYSTEM);
+    second["Id"] = json!("node-1");
+    second["Name"] = json!(long);
+    bmc.set(&other, second);
+    bmc.edit("/redfish/v1/Systems", |v| {
+        v["Members"] = json!([{ "@odata.id": SYSTEM }, { "@odata.id": other }])
+    });
+    let bounded = |text: &str| text.lines().all(|l| l.chars().count() <= 600);
+
+    let run = status(&bmc);
+    assert!(!run.ok && !run.stderr.contains("panicked"), "{run}");
+    assert!(
+        run.stderr
+            .contains("the BMC manages 2 systems; say which with --system ID"),
+        "{run}"
+    );
+    let listed = run.stderr.lines().find(|l| l.contains("node-1")).unwrap();
+    assert!(
+        listed.starts_with("  node-1 ") && listed.contains("ñ…  power Off"),
+        "{listed}"
+    );
+    assert!(
+        bounded(&run.stderr) && !run.stderr.contains('\u{1b}'),
+        "{run}"
+    );
+
+    // Chosen, it is shown cut; the JSON has it whole.
+    let run = bmc.dcn(&["bmc", "status", "--system", "node-1"]);
+    assert!(run.ok, "{run}");
+    assert!(
+        run.stdout
+            .starts_with("system:         node-1 (\\u{1b}[2Jñ"),
+        "{run}"
+    );
+    assert!(bounded(&run.stdout), "{run}");
+    let run = bmc.dcn(&["bmc", "status", "--system", "node-1", "--output", "json"]);
+    assert!(
+        run.ok && run.stdout.contains(&"ñ".repeat(100 * 1024)),
         "{run}"
     );
 }

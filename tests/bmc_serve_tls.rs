@@ -151,7 +151,8 @@ fn the_command_refuses_a_key_others_may_read() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("may be read by other users") && stderr.contains("chmod 600"),
+        stderr.contains("mode 644 lets other users at it")
+            && stderr.contains(&format!("`chmod 600 {}`", key_file.display())),
         "{stderr}"
     );
     assert!(

@@ -108,6 +108,12 @@ fn embed_show_and_re_embed() {
         text(&o)
     );
 
+    // It holds a join token: readable by its owner only, whatever the
+    // input's mode.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out_iso).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o077, 0, "the embedded ISO is mode {mode:o}");
+
     // Only the area changed.
     let before = std::fs::read(fixture("payload-area.iso")).unwrap();
     let after = std::fs::read(&out_iso).unwrap();
@@ -292,4 +298,7 @@ fn in_place_embed_into_a_1_gib_iso_is_fast() {
     );
     assert!(total < Duration::from_millis(1000), "{total:?}");
     assert_eq!(std::fs::metadata(&iso).unwrap().len(), 1024 * 1024 * 1024);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&iso).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the ISO now holds a token: mode {mode:o}");
 }

@@ -188,9 +188,10 @@ fn payload_areas_cost_what_the_payload_needs() {
     );
 }
 
-/// Failure 11: `--bundle` and `--node` are read up to one byte past
-/// their caps, so an endless file costs the cap (`/dev/zero` reached
-/// 1.5 GB in 3 s), and the refusal names the file and the way out.
+/// Failure 11: `--bundle` and `--node` are regular files read up to their
+/// caps: `/dev/zero` (which reached 1.5 GB in 3 s) is refused as a device
+/// before a byte is read, a file over the cap with its size, each naming
+/// the file.
 #[test]
 fn endless_bundle_and_node_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -216,16 +217,19 @@ fn endless_bundle_and_node_files_are_refused() {
     let zero = Path::new("/dev/zero");
     run(
         embed(zero, &i.node),
-        "the bundle /dev/zero is larger than 1048576 bytes, more than dcn reads: a join bundle is a few kilobytes",
+        "cannot read the bundle: /dev/zero is a character device, not a regular file",
     );
     run(
         embed(&i.bundle, zero),
-        "the node config /dev/zero is larger than 262144 bytes, more than dcn reads: check that --node is the NodeConfig YAML",
+        "cannot read the node config: /dev/zero is a character device, not a regular file",
     );
     // A regular file one byte over the cap.
     let over = dir.path().join("over.tar.gz");
     std::fs::write(&over, vec![0u8; (1 << 20) + 1]).unwrap();
-    run(embed(&over, &i.node), "is larger than 1048576 bytes");
+    run(
+        embed(&over, &i.node),
+        "is 1048577 bytes, more than the 1048576 bytes dcn reads",
+    );
     std::fs::remove_file(&over).unwrap();
     assert_eq!(snapshot(dir.path()), before);
 }

@@ -21,6 +21,7 @@ fn request(hostname: &str, token: &str) -> JoinRequest {
         address: "10.240.1.10".into(),
         csr: "not a csr".into(),
         dcn_version: "test".into(),
+        proof: None,
     }
 }
 

@@ -22,24 +22,11 @@ fn control_plane() -> ControlPlane {
 }
 
 fn request(token: &JoinToken, hostname: &str) -> JoinRequest {
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    request_with_key(token, hostname, &key)
+    request_with_key(token, hostname, &join_server::node_key())
 }
 
 fn request_with_key(token: &JoinToken, hostname: &str, key: &rcgen::KeyPair) -> JoinRequest {
-    let csr = rcgen::CertificateParams::new(vec![hostname.to_string()])
-        .unwrap()
-        .serialize_request(key)
-        .unwrap()
-        .pem()
-        .unwrap();
-    JoinRequest {
-        token: token.expose_full(),
-        hostname: hostname.into(),
-        address: "10.240.1.10".into(),
-        csr,
-        dcn_version: "test".into(),
-    }
+    join_server::join_request(&token.expose_full(), hostname, key)
 }
 
 fn refusal(client: &JoinClient, req: &JoinRequest) -> String {
@@ -114,11 +101,17 @@ fn joins_and_refusals_over_https() {
     let info = dcn::pki::CertInfo::from_pem(&reply.node_certificate).unwrap();
     assert!(info.subject.contains("node1"));
     assert_eq!(reg.token(&good.id).unwrap().unwrap().uses, 1);
-    // The same host joining again with its key (a resumed join) is not a
-    // new use; it gets new passwords.
-    let again = client
-        .join(&request_with_key(&good, "node1", &key))
-        .unwrap();
+    // The same CSR again, without a proof that its sender holds the key
+    // now, re-admits nothing, though the CSR and token are the real ones.
+    let replayed = request_with_key(&good, "node1", &key);
+    let before = reg.node("node1").unwrap();
+    let r = refusal(&client, &replayed);
+    assert!(r.starts_with("proof-required"), "{r}");
+    assert_eq!(reg.node("node1").unwrap(), before);
+    assert_eq!(cp.accounts.count(), 2, "no new passwords");
+    // The same host joining again with its key (a resumed join) proves it
+    // holds it: not a new use; it gets new passwords.
+    let again = client.join_with_proof(&replayed, &key, &good.id).unwrap();
     assert_ne!(
         again.credentials["site_rabbit"].password,
         reply.credentials["site_rabbit"].password

@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[test]
 #[ignore = "needs root and the lab (minutes): tests/run.sh runs it with --ignored"]
@@ -154,6 +154,92 @@ fn lab_control_plane_end_to_end() {
     assert!(!left.contains("instance-"), "guests left: {left}");
     lab.ok(&["test", "-f", "/etc/dcn/site.yaml"]);
     assert!(!lab.exec(&["dcn", "status"]).status.success());
+
+    // Issue 22: init again from the reset host, its power cut (a restart
+    // of the container) while each long phase runs; every re-run resumes,
+    // and the last one converges to a working control plane.
+    let journal = lab.host_path("cp", "/var/lib/dcn/journal.json");
+    let phases = [
+        "configure",
+        "infrastructure",
+        "identity",
+        "services",
+        "compute",
+        "verify",
+    ];
+    for pair in phases.windows(2) {
+        let (before, cut_in) = (pair[0], pair[1]);
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let init = s.spawn(|| {
+                lab.exec(&[
+                    "dcn",
+                    "standalone",
+                    "init",
+                    "--config",
+                    "/etc/dcn/site.yaml",
+                    "--phase",
+                    cut_in,
+                ])
+            });
+            // The phase before is recorded done: the next one is running.
+            loop {
+                let text = std::fs::read_to_string(&journal).unwrap_or_default();
+                let j: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                if j["phases"][before].is_number() {
+                    break;
+                }
+                if init.is_finished() {
+                    let out = init.join().unwrap();
+                    panic!(
+                        "init resumed before {cut_in} ended before it reached it: {}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(900),
+                    "init never finished {before}: {text}"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            std::thread::sleep(Duration::from_secs(3));
+            let out = lab.lab(&["restart", "cp"]);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let _ = init.join();
+        });
+        eprintln!(
+            "init cut in {cut_in} {:.0}s after it resumed",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let started = Instant::now();
+    let resumed = lab.ok(&[
+        "dcn",
+        "standalone",
+        "init",
+        "--config",
+        "/etc/dcn/site.yaml",
+    ]);
+    assert!(resumed.contains("Control plane cp"), "{resumed}");
+    eprintln!(
+        "init converged {:.0}s after the last cut",
+        started.elapsed().as_secs_f64()
+    );
+    let again = lab.ok(&[
+        "dcn",
+        "standalone",
+        "init",
+        "--config",
+        "/etc/dcn/site.yaml",
+    ]);
+    assert!(again.contains("Nothing to do"), "{again}");
+    let status = lab.ok(&["dcn", "status"]);
+    assert!(status.contains("all services are up"), "{status}");
 
     // Down leaves no namespace, mount or process.
     drop(lab);

@@ -20,20 +20,9 @@ use join_server::{ControlPlane, token};
 use std::time::{Duration, Instant};
 
 fn join_request(token: &str, hostname: &str) -> JoinRequest {
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let csr = rcgen::CertificateParams::new(vec![hostname.to_string()])
-        .unwrap()
-        .serialize_request(&key)
-        .unwrap()
-        .pem()
-        .unwrap();
-    JoinRequest {
-        token: token.into(),
-        hostname: hostname.into(),
-        address: "10.240.1.20".into(),
-        csr,
-        dcn_version: "test".into(),
-    }
+    let mut r = join_server::join_request(token, hostname, &join_server::node_key());
+    r.address = "10.240.1.20".into();
+    r
 }
 
 fn report(hostname: &str, phase: Phase) -> ProgressReport {

@@ -17,7 +17,11 @@
 # DCN_IMAGE_E2E=1), the edge ISO built (tests/image_e2e.rs, about 6 minutes
 # with a cold /var/cache/dcn-image) and a bare-metal site deployed from its
 # BMCs with it: real VMs booted from virtual media, installed and joined
-# (tests/site_deploy_e2e.rs, about 25 minutes).
+# (tests/site_deploy_e2e.rs, about 25 minutes), with power cuts through the
+# BMCs as a node joins, after it is placed and while it applies a site
+# config. Every cut point of a deploy, one after the other, is
+# `DCN_EDGE_ISO=… cargo test --test power_cut_e2e -- --ignored` (about 30
+# minutes, not in CI).
 # DCN_IMAGE_E2E=0 skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -93,8 +97,8 @@ static_binary() {
 # The ISO holds what the recipes of the edge role name, and is built through
 # the host adapters, so both count.
 EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/join src/serve
-    src/site_deploy src/sites/progress.rs src/lab tests/common tests/image_e2e.rs
-    tests/site_deploy_e2e.rs)
+    src/site_deploy src/sites/progress.rs src/engine src/deploy src/lab tests/common
+    tests/image_e2e.rs tests/site_deploy_e2e.rs)
 image_e2e_wanted() {
     [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
     [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0

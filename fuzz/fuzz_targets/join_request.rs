@@ -24,6 +24,12 @@ const TOKEN: &str = "fuzzed.abcdefghijklmnopqrstuvwxyz012345";
 
 struct Counted;
 
+impl dcn::sites::reserved::ComputeHosts for Counted {
+    fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
+        Ok(hostname == "cp")
+    }
+}
+
 impl NodeAccounts for Counted {
     fn ensure(&self, _: &str, _: &NodeAccount, _: &Secret) -> anyhow::Result<()> {
         Ok(())
@@ -71,9 +77,14 @@ fn control_plane() -> &'static (tempfile::TempDir, Host) {
     })
 }
 
+fn challenges() -> &'static dcn::serve::Challenges {
+    static C: OnceLock<dcn::serve::Challenges> = OnceLock::new();
+    C.get_or_init(dcn::serve::Challenges::new)
+}
+
 fuzz_target!(|data: &[u8]| {
     let (_, host) = control_plane();
-    let answer = dcn::serve::answer_join(host, &Counted, data);
+    let answer = dcn::serve::answer_join(host, &Counted, challenges(), data);
     assert!((200..600).contains(&answer.status));
     assert!(!answer.note.contains('\n'), "a log line stays one line");
 });

@@ -22,6 +22,7 @@ pub(super) fn bmc(cmd: BmcCommand) -> Result<ExitCode> {
                     allow_continuous: args.allow_continuous,
                     media_timeout: Duration::from_secs(args.media_timeout),
                     power_timeout: Duration::from_secs(args.power_timeout),
+                    timeouts_are_flags: true,
                 },
             )?;
             println!(
@@ -105,8 +106,12 @@ fn power(args: &PowerArgs) -> Result<ExitCode> {
     let label = system.label();
     let waits = !matches!(power, Power::Reset { .. }) && args.power_timeout > 0;
     if waits {
-        let timeout = Duration::from_secs(args.power_timeout);
-        let (seen, took) = bmc::wait_for(&client, &system, power.end_state(), timeout)?;
+        let wait = bmc::Deadline::after(
+            Duration::from_secs(args.power_timeout),
+            format!("the wait for power {}", power.end_state()),
+        )
+        .set_by("--power-timeout");
+        let (seen, took) = bmc::wait_for(&client, &system, power.end_state(), &wait)?;
         if seen != power.end_state() {
             bail!(
                 "system {label}: the BMC accepted {reset_type}, but the power state is still {seen} after {}s",

@@ -42,7 +42,10 @@ pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Down(dir) => {
-            crate::lab::down(&dir.dir)?;
+            let unexpected = crate::lab::down(&dir.dir)?;
+            for what in &unexpected {
+                println!("removed {what}");
+            }
             println!("The lab in {} is down.", dir.dir.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -59,9 +62,41 @@ pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
         LabCommand::Restart { dir, host } => {
-            let secs = crate::lab::restart(&dir.dir, &host)?;
-            println!("{host}: restarted, systemd running after {secs:.1}s");
+            let r = crate::lab::restart(&dir.dir, &host)?;
+            if r.link_down {
+                println!(
+                    "{host}: restarted, reachable after {:.1}s; its link is down, so what needs the control plane starts once `dcn lab link` brings it up",
+                    r.seconds
+                );
+            } else {
+                println!("{host}: restarted, systemd running after {:.1}s", r.seconds);
+            }
             Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Tempest {
+            dir,
+            smoke,
+            regexes,
+            zone,
+            concurrency,
+            output,
+        } => {
+            let summary = crate::lab::tempest::run(&crate::lab::tempest::TempestOptions {
+                dir: dir.dir,
+                smoke,
+                regexes,
+                zone,
+                concurrency,
+            })?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+                OutputFormat::Text => print!("{summary}"),
+            }
+            Ok(if summary.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         LabCommand::Link { dir, host, state } => {
             crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;

@@ -2,6 +2,7 @@
 //! sites and their hosts, printed.
 
 use crate::cli::{NodeCommand, OutputFormat, SiteCommand};
+use crate::terminal_text::{Column, Table};
 use anyhow::Result;
 use std::process::ExitCode;
 
@@ -13,29 +14,32 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&sites)?),
                 OutputFormat::Text => {
-                    println!("{:<16} {:<9} {:<7} NODES", "SITE", "STATE", "TOKENS");
+                    let mut t = Table::new(&[
+                        Column::new("SITE", 64).at_least(16),
+                        Column::new("STATE", 9),
+                        Column::new("TOKENS", 7),
+                        Column::new("NODES", 4096),
+                    ])
+                    .gap(1);
                     for s in sites {
-                        println!(
-                            "{:<16} {:<9} {:<7} {}",
-                            s.site.name,
-                            if s.site.revoked_at.is_some() {
-                                "revoked"
-                            } else {
-                                "active"
-                            },
-                            s.tokens,
-                            s.nodes.join(", ")
-                        );
+                        let state = if s.site.revoked_at.is_some() {
+                            "revoked"
+                        } else {
+                            "active"
+                        };
+                        t.row([
+                            s.site.name.as_str(),
+                            state,
+                            &s.tokens.to_string(),
+                            &s.nodes.join(", "),
+                        ]);
                     }
+                    print!("{}", t.render());
                 }
             }
         }
         SiteCommand::Status { site, output } => {
-            let status = crate::sites::phases::site_status(
-                &host.files,
-                site.as_str(),
-                std::time::SystemTime::now(),
-            )?;
+            let status = crate::sites::admin::site_status_with_health(&host, site.as_str())?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
                 OutputFormat::Text => print!("{status}"),
@@ -85,7 +89,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             };
             let shown = file.display().to_string();
             let text = crate::yaml::read_file(&file)
-                .map_err(|e| anyhow::anyhow!("cannot read {shown}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("cannot read the site config: {e}"))?;
             let new = crate::config::parse_site_config(&text, &shown)?;
             if new.site != site {
                 anyhow::bail!(
@@ -119,25 +123,33 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
                 OutputFormat::Text => {
-                    println!(
-                        "{:<20} {:<12} {:<15} {:<8} {:<9} {:<9} {:<20} PHASE",
-                        "HOST", "SITE", "ADDRESS", "STATE", "COMPUTE", "NETWORK", "JOINED"
-                    );
+                    let mut t = Table::new(&[
+                        Column::new("HOST", 64).at_least(20),
+                        Column::new("SITE", 64).at_least(12),
+                        Column::new("ADDRESS", 40).at_least(15),
+                        Column::new("STATE", 16).at_least(8),
+                        Column::new("COMPUTE", 16).at_least(9),
+                        Column::new("NETWORK", 16).at_least(9),
+                        Column::new("JOINED", 32).at_least(20),
+                        Column::new("PHASE", 64),
+                    ])
+                    .gap(1);
                     for n in nodes {
                         let joined = n.joined();
-                        println!(
-                            "{:<20} {:<12} {:<15} {:<8} {:<9} {:<9} {:<20} {}",
+                        t.row([
                             n.hostname(),
                             n.site(),
                             joined.map_or("-", |j| j.address.as_str()),
-                            joined.map_or("-".to_string(), |j| format!("{:?}", j.state)
-                                .to_lowercase()),
+                            &joined.map_or("-".to_string(), |j| {
+                                format!("{:?}", j.state).to_lowercase()
+                            }),
                             n.compute.as_str(),
                             n.network.as_str(),
                             joined.map_or("-", |j| j.joined_at.as_str()),
-                            n.progress.shown
-                        );
+                            &n.progress.shown,
+                        ]);
                     }
+                    print!("{}", t.render());
                 }
             }
         }

@@ -87,7 +87,9 @@ fn print_plan(run: &crate::engine::RunReport) {
     use crate::engine::Outcome;
     for (name, outcome) in &run.steps {
         match outcome {
-            Outcome::AlreadyDone | Outcome::Checked => println!("  ok       {name}"),
+            Outcome::AlreadyDone | Outcome::Checked | Outcome::Ensured => {
+                println!("  ok       {name}")
+            }
             Outcome::Applied => println!("  applied  {name}"),
             Outcome::WouldApply(files) => {
                 println!("  change   {name}");

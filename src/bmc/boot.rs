@@ -4,6 +4,7 @@
 //! operator knows the state it was left in.
 
 use super::client::Client;
+use super::deadline::Deadline;
 use super::discover::{self, System};
 use super::media;
 use super::power::{self, Power};
@@ -17,6 +18,9 @@ pub struct BootRequest {
     pub allow_continuous: bool,
     pub media_timeout: Duration,
     pub power_timeout: Duration,
+    /// The operator set the two timeouts (`dcn bmc boot`'s
+    /// `--media-timeout` and `--power-timeout`, named in errors).
+    pub timeouts_are_flags: bool,
 }
 
 /// What `boot` did.
@@ -84,7 +88,8 @@ fn run(
         "Inserting {} into {slot_id} (the BMC fetches it)…",
         req.image_url
     ));
-    media::insert(client, &slot, &req.image_url, req.media_timeout)?;
+    let media_flag = req.timeouts_are_flags.then_some("--media-timeout");
+    media::insert(client, &slot, &req.image_url, req.media_timeout, media_flag)?;
     step(&format!(
         "Inserted {} into {slot_id} ({})",
         req.image_url,
@@ -116,7 +121,11 @@ fn run(
 
     let mut power_state = format!("{state} (not waited for)");
     if !req.power_timeout.is_zero() {
-        let (seen, took) = power::wait_for(client, &system, "On", req.power_timeout)?;
+        let mut wait = Deadline::after(req.power_timeout, "the wait for power On");
+        if req.timeouts_are_flags {
+            wait = wait.set_by("--power-timeout");
+        }
+        let (seen, took) = power::wait_for(client, &system, "On", &wait)?;
         if seen == "On" {
             step(&format!("Power: On after {:.1}s", took.as_secs_f64()));
         } else {

@@ -1,12 +1,15 @@
-//! The Redfish HTTP client: one BMC, HTTP basic authentication, a timeout on
-//! every request, bounded retries with jittered backoff on connection errors
-//! (and, for requests that may be repeated, on 5xx), and errors in plain
-//! words. The password goes into the Authorization header and nowhere else:
-//! only to the exact origin the operator gave (see [`super::transport`]).
+//! The Redfish HTTP client: one BMC, HTTP basic authentication, a deadline
+//! on every call for all of it (connecting, headers, the whole body and the
+//! retries: [`super::deadline`]), bounded retries with jittered backoff on
+//! connection errors (and, for requests that may be repeated, on 5xx), and
+//! errors in plain words. The password goes into the Authorization header
+//! and nowhere else: only to the exact origin the operator gave (see
+//! [`super::transport`]).
 //! Answers are read up to a size cap, and every string in them is cleaned
 //! ([`super::untrusted`]) before the rest of dcn sees it, so what the BMC
 //! says can be printed and logged.
 
+use super::deadline::Deadline;
 use super::error::RedfishError;
 pub use super::retry::Retry;
 pub(crate) use super::transport::base_url;
@@ -28,8 +31,12 @@ pub struct ClientOptions {
     pub username: String,
     pub password: Secret,
     pub trust: ServerTrust,
-    /// Time limit of each request.
+    /// Time limit of each call, for all of it: connecting, the headers,
+    /// the whole body, and the retries.
     pub timeout: Duration,
+    /// The setting that raises `timeout` (`--timeout`), named when a call
+    /// runs out of time; `None` when the operator has none.
+    pub timeout_from: Option<String>,
     pub retry: Retry,
     /// Where the operator set the user name and password, named when the
     /// BMC refuses them.
@@ -59,8 +66,11 @@ pub struct Request<'a> {
     pub path: &'a str,
     pub body: Option<&'a Value>,
     pub if_match: Option<&'a str>,
-    /// Overrides the client's time limit (InsertMedia may download the image).
+    /// Overrides the client's time limit of a call (InsertMedia may
+    /// download the image); a stretch's deadline still caps it.
     pub timeout: Option<Duration>,
+    /// The setting that raises `timeout` (`--media-timeout`), if any.
+    pub timeout_from: Option<&'a str>,
     pub retry_on: RetryOn,
 }
 
@@ -77,6 +87,7 @@ impl<'a> Request<'a> {
             body: None,
             if_match: None,
             timeout: None,
+            timeout_from: None,
             retry_on,
         }
     }
@@ -96,6 +107,7 @@ pub struct Reply {
 }
 
 /// A Redfish client for one BMC.
+#[derive(Clone)]
 pub struct Client {
     http: reqwest::blocking::Client,
     base: Url,
@@ -105,6 +117,9 @@ pub struct Client {
     trust: ServerTrust,
     presented: Presented,
     timeout: Duration,
+    timeout_from: Option<String>,
+    /// The deadline of the stretch this client's calls are part of.
+    deadline: Option<Deadline>,
     retry: Retry,
     credentials_from: String,
 }
@@ -142,9 +157,31 @@ impl Client {
             trust: opts.trust.clone(),
             presented,
             timeout: opts.timeout,
+            timeout_from: opts.timeout_from.clone(),
+            deadline: None,
             retry: opts.retry,
             credentials_from: opts.credentials_from.clone(),
         })
+    }
+
+    /// The same client, its calls made part of a stretch that must end by
+    /// `deadline` (or by the one it already had, if earlier): each call
+    /// gets at most the time left.
+    pub fn within(&self, deadline: &Deadline) -> Client {
+        let mut c = self.clone();
+        c.deadline = Some(match c.deadline.take() {
+            Some(d) => d.earlier(deadline.clone()),
+            None => deadline.clone(),
+        });
+        c
+    }
+
+    /// Wait `d` before trying again, or less when the stretch ends sooner.
+    pub fn pause(&self, d: Duration) {
+        match &self.deadline {
+            Some(deadline) => deadline.sleep(d),
+            None => std::thread::sleep(d),
+        }
     }
 
     /// `https://host:port`, for messages.
@@ -177,17 +214,26 @@ impl Client {
         Ok(Fetched { value, etag })
     }
 
-    /// Send a request: retried as [`Request::retry_on`] says, a 4xx/5xx
-    /// answer as a [`RedfishError`] (a 401 with what to check). The body of
-    /// a successful answer is returned as the BMC sent it (at most
+    /// Send a request: retried as [`Request::retry_on`] says, all of it
+    /// by one deadline (its time limit, or the stretch's), a 4xx/5xx answer as a
+    /// [`RedfishError`] (a 401 with what to check). The body of a
+    /// successful answer is returned as the BMC sent it (at most
     /// [`transport::MAX_BODY`]): clean what is shown of it.
     pub fn send(&self, req: &Request) -> Result<Reply> {
         let url = self.url(req.path)?;
+        let limit = self.limit(req);
         let mut attempt = 1;
         loop {
-            let outcome = self.send_once(req, &url);
+            if limit.deadline.passed() {
+                return Err(anyhow!(self.no_time_left(&limit, req)));
+            }
+            let outcome = self.send_once(req, &url, &limit.deadline);
             let why_retry = match &outcome {
-                Err(Failure::Http(e)) if e.is_connect() && !self.tls_refused() => {
+                // A connection that timed out is not retried: the time is
+                // gone.
+                Err(Failure::Http(e))
+                    if e.is_connect() && !e.is_timeout() && !self.tls_refused() =>
+                {
                     Some("could not connect".to_string())
                 }
                 Ok((status, _, _))
@@ -197,9 +243,12 @@ impl Client {
                 }
                 _ => None,
             };
-            if let Some(why) = why_retry.filter(|_| attempt < self.retry.attempts) {
+            let delay = self.retry.delay(attempt + 1);
+            // A retry that could not finish in time is not made.
+            let retry = why_retry
+                .filter(|_| attempt < self.retry.attempts && delay < limit.deadline.left());
+            if let Some(why) = retry {
                 attempt += 1;
-                let delay = self.retry.delay(attempt);
                 tracing::info!(
                     "{} {}: the BMC {why}; retrying in {:.1}s (attempt {attempt} of {})",
                     req.method,
@@ -212,7 +261,7 @@ impl Client {
             }
             let (status, etag, body) = match outcome {
                 Ok(ok) => ok,
-                Err(e) => return Err(self.transport_error(e, req, attempt)),
+                Err(e) => return Err(self.transport_error(e, req, attempt, &limit)),
             };
             if status < 400 {
                 return Ok(Reply { status, etag, body });
@@ -229,26 +278,52 @@ impl Client {
         }
     }
 
+    /// The deadline of one call: its own time limit from now, or the
+    /// stretch's when that ends first.
+    fn limit(&self, req: &Request) -> Limit {
+        let (time, raised_by) = match req.timeout {
+            Some(t) => (t, req.timeout_from),
+            None => (self.timeout, self.timeout_from.as_deref()),
+        };
+        let mut own = Deadline::after(time, "the call");
+        if let Some(setting) = raised_by {
+            own = own.set_by(setting);
+        }
+        match &self.deadline {
+            Some(d) if d.left() < own.left() => Limit {
+                allowed: d.left(),
+                deadline: d.clone(),
+                stretch: true,
+            },
+            _ => Limit {
+                allowed: own.total(),
+                deadline: own,
+                stretch: false,
+            },
+        }
+    }
+
     fn send_once(
         &self,
         req: &Request,
         url: &Url,
+        deadline: &Deadline,
     ) -> std::result::Result<(u16, Option<String>, String), Failure> {
         tracing::debug!("{} {}", req.method, url);
+        // reqwest bounds the whole exchange, body included, by a request's
+        // own timeout (a client's is per read): the time left, each attempt.
         let mut rb = self
             .http
             .request(req.method.clone(), url.clone())
             .basic_auth(&self.username, Some(self.password.expose()))
             .header("Accept", "application/json")
-            .header("OData-Version", "4.0");
+            .header("OData-Version", "4.0")
+            .timeout(deadline.left());
         if let Some(body) = req.body {
             rb = rb.json(body);
         }
         if let Some(tag) = req.if_match {
             rb = rb.header("If-Match", tag);
-        }
-        if let Some(t) = req.timeout {
-            rb = rb.timeout(t);
         }
         let resp = rb.send().map_err(Failure::Http)?;
         let status = resp.status().as_u16();
@@ -257,7 +332,7 @@ impl Client {
             .get("ETag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = match transport::read_capped(resp, transport::MAX_BODY) {
+        let body = match transport::read_capped(resp, transport::MAX_BODY, deadline) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(e) => return Err(Failure::Body(e)),
         };
@@ -291,73 +366,15 @@ impl Client {
         }
         Ok(url)
     }
+}
 
-    fn transport_error(&self, f: Failure, req: &Request, attempts: u32) -> anyhow::Error {
-        let base = &self.base;
-        if let Some(p) = self.presented.last()
-            && let Some(reason) = &p.refused
-        {
-            return anyhow!(self.tls_refusal(&self.redactor.clean(reason), p.pin.as_ref()));
-        }
-        let e = match f {
-            Failure::Http(e) => e,
-            Failure::Body(BodyError::Http(e)) => e,
-            Failure::Body(BodyError::Io(e)) => {
-                let e = self.redactor.clean(&e.to_string());
-                return anyhow!(
-                    "reading the answer of the BMC at {base} to {} {}: {e}",
-                    req.method,
-                    req.path
-                );
-            }
-            Failure::Body(BodyError::TooLarge { announced }) => {
-                return anyhow!(transport::too_large(
-                    base,
-                    req.method.as_str(),
-                    req.path,
-                    announced
-                ));
-            }
-        };
-        if let Some(r) = transport::redirect_refusal(&e) {
-            return anyhow!(transport::redirect_refused(
-                r,
-                base,
-                req.method.as_str(),
-                req.path
-            ));
-        }
-        let chain = self.redactor.clean(&error_chain(&e));
-        if e.is_timeout() {
-            let secs = req.timeout.unwrap_or(self.timeout).as_secs();
-            return anyhow!(
-                "the BMC at {base} did not answer {} {} within {secs}s ({chain}); a busy BMC can be slow: try again, or raise --timeout",
-                req.method,
-                req.path
-            );
-        }
-        if e.is_connect() {
-            return anyhow!(
-                "cannot connect to the BMC at {base} ({attempts} attempt(s)): {chain}; check the address and that this machine can reach the BMC's HTTPS port"
-            );
-        }
-        anyhow!("{} {} on the BMC at {base}: {chain}", req.method, req.path)
-    }
-
-    fn tls_refusal(&self, reason: &str, presented: Option<&crate::pki::Pin>) -> String {
-        let base = &self.base;
-        let shown = presented
-            .map(|p| p.to_string())
-            .unwrap_or_else(|| "unknown".into());
-        match &self.trust {
-            ServerTrust::Pin(pin) => format!(
-                "refusing the BMC at {base}: its certificate's public key is {shown}, not the pinned {pin} (--bmc-pin); nothing was sent to it. If the BMC's certificate was replaced on purpose, check the new one out of band (`dcn bmc fingerprint --bmc {base}`) and pin it; otherwise something is impersonating the BMC"
-            ),
-            _ => format!(
-                "refusing the BMC at {base}: its certificate is not trusted ({reason}); nothing was sent to it. BMCs often have a self-signed certificate: check it out of band (`dcn bmc fingerprint --bmc {base}`; it presented {shown}) and pass --bmc-pin, or trust its CA with --bmc-ca FILE"
-            ),
-        }
-    }
+/// What bounds one call.
+struct Limit {
+    deadline: Deadline,
+    /// The time it had when it started.
+    allowed: Duration,
+    /// The stretch's deadline, not the call's own limit.
+    stretch: bool,
 }
 
 /// Why no answer could be used.
@@ -368,19 +385,6 @@ enum Failure {
     Body(BodyError),
 }
 
-/// A reqwest error and its causes on one line, without repeats.
-fn error_chain(e: &reqwest::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur: Option<&dyn std::error::Error> = Some(e);
-    while let Some(err) = cur {
-        let s = err.to_string();
-        if !s.is_empty() && !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-        cur = err.source();
-    }
-    parts.join(": ")
-}
-
+mod errors;
 #[cfg(test)]
 mod tests;

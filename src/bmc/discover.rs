@@ -7,6 +7,7 @@ use super::client::{Client, Fetched};
 use super::collection;
 use super::error::RedfishError;
 use super::model::{ComputerSystem, Manager, ServiceRoot, VirtualMedia};
+use crate::terminal_text::{Column, Table, cut};
 use anyhow::{Context, Result, bail};
 
 pub const SERVICE_ROOT: &str = "/redfish/v1/";
@@ -20,16 +21,14 @@ pub struct System {
 }
 
 impl System {
-    /// `Id (Name)` for messages.
+    /// `Id (Name)` for messages, each cut to a length that fits a line
+    /// (the BMC chooses them).
     pub fn label(&self) -> String {
-        let id = self
-            .resource
-            .id
-            .clone()
-            .unwrap_or_else(|| self.path.clone());
+        let id = self.resource.id.as_deref().unwrap_or(&self.path);
+        let id = cut(id, 128);
         match &self.resource.name {
-            Some(n) if *n != id => format!("{id} ({n})"),
-            _ => id,
+            Some(n) if *n != id => format!("{id} ({})", cut(n, 64)),
+            _ => id.into_owned(),
         }
     }
 
@@ -131,24 +130,24 @@ fn load_system(client: &Client, path: &str) -> Result<System> {
     })
 }
 
+/// One line per system, for the operator to choose with `--system`. The
+/// names are the BMC's: each cell is bounded.
 fn list(systems: &[System]) -> String {
-    let rows: Vec<[&str; 3]> = systems
-        .iter()
-        .map(|s| {
-            let r = &s.resource;
-            [
-                r.id.as_deref().unwrap_or(&s.path),
-                r.name.as_deref().unwrap_or("-"),
-                r.power_state.as_deref().unwrap_or("unknown"),
-            ]
-        })
-        .collect();
-    let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0);
-    let w1 = rows.iter().map(|r| r[1].len()).max().unwrap_or(0);
-    rows.iter()
-        .map(|[id, name, power]| format!("  {id:<w0$}  {name:<w1$}  power {power}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut t = Table::new(&[
+        Column::new("", 128),
+        Column::new("", 64),
+        Column::new("", 40),
+    ])
+    .indent("  ");
+    for s in systems {
+        let r = &s.resource;
+        t.row([
+            r.id.as_deref().unwrap_or(&s.path),
+            r.name.as_deref().unwrap_or("-"),
+            &format!("power {}", r.power_state.as_deref().unwrap_or("unknown")),
+        ]);
+    }
+    t.render().trim_end().to_string()
 }
 
 fn last_segment(path: &str) -> &str {

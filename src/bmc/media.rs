@@ -14,8 +14,15 @@ const INSERT_SERVER_ERROR_ATTEMPTS: u32 = 3;
 
 /// Insert the image at `url` into `slot`. The BMC fetches the image itself,
 /// and some answer only once they have (sushy-tools downloads all of it), so
-/// the request may take up to `timeout`.
-pub fn insert(client: &Client, slot: &Slot, url: &str, timeout: Duration) -> Result<()> {
+/// the request may take up to `timeout` (raised by the setting
+/// `timeout_from`, if the operator has one).
+pub fn insert(
+    client: &Client,
+    slot: &Slot,
+    url: &str,
+    timeout: Duration,
+    timeout_from: Option<&str>,
+) -> Result<()> {
     let target = slot
         .media
         .actions
@@ -38,6 +45,7 @@ pub fn insert(client: &Client, slot: &Slot, url: &str, timeout: Duration) -> Res
         let body = payload.json();
         let req = Request {
             timeout: Some(timeout),
+            timeout_from,
             retry_on: RetryOn::Connect,
             ..Request::new(Method::POST, &target).json(&body)
         };
@@ -88,7 +96,7 @@ pub fn insert(client: &Client, slot: &Slot, url: &str, timeout: Duration) -> Res
                 delay.as_secs_f64(),
                 server_errors + 1
             );
-            std::thread::sleep(delay);
+            client.pause(delay);
             continue;
         }
         let hint = if re.status == 401 || re.status == 403 {

@@ -10,12 +10,14 @@
 //! `--insecure` is allowed but warned about on every run. The password is
 //! read from a file or the environment, is never printed, and goes only to
 //! the origin given with `--bmc` ([`transport`]). What the BMC sends is
-//! bounded (body size, collection size) and cleaned of the password and of
-//! control characters before anything prints it ([`untrusted`]).
+//! bounded (body size, collection size, and time: [`deadline`]) and cleaned
+//! of the password and of control characters before anything prints it
+//! ([`untrusted`]).
 
 mod boot;
 pub mod client;
 mod collection;
+pub mod deadline;
 mod discover;
 mod disk;
 pub mod error;
@@ -32,6 +34,7 @@ pub mod untrusted;
 
 pub use boot::{BootReport, BootRequest, boot};
 pub use client::{Client, ClientOptions, Retry};
+pub use deadline::Deadline;
 pub use discover::{Slot, System, cd_slot, find_system, virtual_media};
 pub use disk::{DiskBoot, boot_from_disk};
 pub use error::RedfishError;
@@ -43,6 +46,7 @@ pub use serve::{
 pub use status::{Status, status};
 pub(crate) use transport::{OriginError, origin};
 
+use crate::host::read::{self, ReadSpec};
 use crate::secrets::Secret;
 use crate::tls::ServerTrust;
 use anyhow::{Context, Result, bail};
@@ -67,7 +71,8 @@ pub struct Connection {
     /// password comes from [`PASSWORD_ENV`].
     pub password_file: Option<PathBuf>,
     pub trust: Trust,
-    /// The timeout of each request (at least one second is used).
+    /// The time limit of each call, for all of it (at least one second is
+    /// used).
     pub timeout: Duration,
 }
 
@@ -92,6 +97,7 @@ pub fn connect(conn: &Connection) -> Result<(Client, System)> {
         password: password(conn)?,
         trust: trust(&conn.trust)?,
         timeout: conn.timeout.max(Duration::from_secs(1)),
+        timeout_from: Some("--timeout".into()),
         retry: Retry::default(),
         credentials_from: "--username, and the password in --password-file or DCN_BMC_PASSWORD"
             .into(),
@@ -133,12 +139,16 @@ pub fn eject(client: &Client, system: &System) -> Result<Vec<String>> {
     Ok(lines)
 }
 
+/// The largest BMC password file read (`--password-file`, the
+/// inventory's `passwordFile`): a password is a line.
+pub(crate) const MAX_PASSWORD_FILE: u64 = 4096;
+
 /// The BMC password: `--password-file` (its first line), else the
 /// environment. Never from the command line.
 fn password(conn: &Connection) -> Result<Secret> {
     if let Some(file) = &conn.password_file {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the BMC password from {}", file.display()))?;
+        let spec = ReadSpec::up_to(MAX_PASSWORD_FILE);
+        let text = read::read_string(file, &spec).context("reading the BMC password")?;
         warn_if_readable_by_others(file);
         let line = text.lines().next().unwrap_or("");
         if line.is_empty() {
@@ -175,8 +185,8 @@ fn trust(trust: &Trust) -> Result<ServerTrust> {
         Trust::Insecure => Ok(ServerTrust::Insecure),
         Trust::Pin(pin) => Ok(ServerTrust::Pin(pin.clone())),
         Trust::CaFile(file) => {
-            let pem = std::fs::read_to_string(file)
-                .with_context(|| format!("reading --bmc-ca {}", file.display()))?;
+            let pem = read::read_string(file, &ReadSpec::up_to(read::MAX_PEM))
+                .context("reading --bmc-ca")?;
             crate::tls::certs_from_pem(&pem).with_context(|| {
                 format!("--bmc-ca {}: no PEM certificate in it", file.display())
             })?;

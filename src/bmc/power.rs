@@ -2,6 +2,7 @@
 //! with the vendor workarounds each named where it is applied.
 
 use super::client::{Client, Request};
+use super::deadline::Deadline;
 use super::discover::System;
 use super::error::RedfishError;
 use super::model::ActionInfo;
@@ -133,7 +134,7 @@ pub(super) fn set_override(
                 "The BMC refuses to change the boot override while the server is in POST, as HPE iLO does; retrying in {:.1}s (attempt {attempt} of {BUSY_ATTEMPTS}).",
                 delay.as_secs_f64()
             );
-            std::thread::sleep(delay);
+            client.pause(delay);
             continue;
         }
         return Err(err).with_context(|| {
@@ -234,7 +235,7 @@ pub fn reset(client: &Client, system: &System, power: Power) -> Result<String> {
                 "The BMC refuses {reset_type} for now, as Dell iDRAC 10 does just after a power-off; retrying in {:.1}s (attempt {attempt} of {BUSY_ATTEMPTS}).",
                 delay.as_secs_f64()
             );
-            std::thread::sleep(delay);
+            client.pause(delay);
             continue;
         }
         return Err(err)
@@ -242,21 +243,29 @@ pub fn reset(client: &Client, system: &System, power: Power) -> Result<String> {
     }
 }
 
-/// Poll PowerState until it is `state` or `timeout` passed; returns the
-/// last state seen and how long it took.
+/// Poll PowerState until it is `state` or `deadline` passed; returns the
+/// last state seen and how long it took. Each read gets at most the time
+/// left, so a BMC that answers slowly cannot stretch the wait.
 pub fn wait_for(
     client: &Client,
     system: &System,
     state: &str,
-    timeout: Duration,
+    deadline: &Deadline,
 ) -> Result<(String, Duration)> {
     let started = Instant::now();
+    let client = client.within(deadline);
     loop {
-        let now = system.reload(client)?;
+        let now = system
+            .reload(&client)
+            .with_context(|| format!("waiting for power {state}"))?;
         let seen = now.resource.power_state.unwrap_or_else(|| "unknown".into());
-        if seen == state || started.elapsed() >= timeout {
+        if seen == state || deadline.passed() {
             return Ok((seen, started.elapsed()));
         }
-        std::thread::sleep(Duration::from_secs(1).min(timeout.saturating_sub(started.elapsed())));
+        deadline.sleep(Duration::from_secs(1));
+        if !deadline.room_for_a_call() {
+            deadline.run_out();
+            return Ok((seen, started.elapsed()));
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::client::Client;
 use super::discover::{self, System};
+use crate::terminal_text::cut;
 use anyhow::Result;
 use serde::Serialize;
 use std::fmt;
@@ -55,12 +56,19 @@ pub fn status(client: &Client, system: &System) -> Result<Status> {
     })
 }
 
+/// The most characters of one value shown (the BMC chooses them; `--output
+/// json` has them whole).
+const SHOWN: usize = 512;
+
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let or = |v: &Option<String>| cut(v.as_deref().unwrap_or("-"), SHOWN).into_owned();
+        let system = cut(&self.system, SHOWN);
         match &self.name {
-            Some(n) if *n != self.system => writeln!(f, "system:         {} ({n})", self.system)?,
-            _ => writeln!(f, "system:         {}", self.system)?,
+            Some(n) if *n != self.system => {
+                writeln!(f, "system:         {system} ({})", cut(n, SHOWN))?
+            }
+            _ => writeln!(f, "system:         {system}")?,
         }
         writeln!(f, "power:          {}", or(&self.power_state))?;
         let mut boot = or(&self.boot.target);
@@ -78,7 +86,7 @@ impl fmt::Display for Status {
         }
         for (i, m) in self.virtual_media.iter().enumerate() {
             let what = match (&m.image, m.inserted) {
-                (Some(url), _) => url.clone(),
+                (Some(url), _) => cut(url, SHOWN).into_owned(),
                 (None, true) => "inserted".into(),
                 (None, false) => "empty".into(),
             };
@@ -86,8 +94,8 @@ impl fmt::Display for Status {
             write!(
                 f,
                 "{label:<15} {} [{}]: {what}",
-                m.id,
-                m.media_types.join(", ")
+                cut(&m.id, SHOWN),
+                cut(&m.media_types.join(", "), SHOWN)
             )?;
             if i + 1 < self.virtual_media.len() {
                 writeln!(f)?;

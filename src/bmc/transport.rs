@@ -3,8 +3,9 @@
 //! the memory: redirects are followed only within the exact origin the
 //! operator gave (scheme, host and port: a redirect from https to http on
 //! the same host and port would otherwise carry the Basic-auth header over
-//! plain HTTP), and every answer's body is read up to a cap.
+//! plain HTTP), and every answer's body is read up to a cap and a deadline.
 
+use super::deadline::Deadline;
 use anyhow::{Result, anyhow};
 use reqwest::Url;
 use std::io::Read;
@@ -66,36 +67,71 @@ pub enum BodyError {
     TooLarge {
         announced: Option<u64>,
     },
-    /// The transfer failed (a timeout keeps its reqwest error, so it is
-    /// reported as one).
+    /// Not all of it had come by the deadline.
+    TimedOut {
+        received: usize,
+    },
+    /// The transfer failed.
     Http(reqwest::Error),
     Io(std::io::Error),
 }
 
-/// Read a body of at most `cap` bytes: refused at once when its
-/// Content-Length says more, and stopped as soon as it goes over
-/// (an endless body costs `cap` bytes, not the time limit).
-pub fn read_capped(resp: reqwest::blocking::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+/// Read a body of at most `cap` bytes by `deadline`: refused at once when
+/// its Content-Length says more, and stopped as soon as it goes over (an
+/// endless body costs `cap` bytes, not the time limit) or the deadline
+/// passes (a body that trickles in costs the time limit, not forever).
+/// Each read is bounded by reqwest's timeout of the request, which the
+/// caller sets to the time left.
+pub fn read_capped(
+    mut resp: reqwest::blocking::Response,
+    cap: usize,
+    deadline: &Deadline,
+) -> Result<Vec<u8>, BodyError> {
     let announced = resp.content_length();
     if announced.is_some_and(|n| n > cap as u64) {
         return Err(BodyError::TooLarge { announced });
     }
     let mut body = Vec::new();
-    let mut limited = resp.take(cap as u64 + 1);
-    if let Err(e) = limited.read_to_end(&mut body) {
-        let kind = e.kind();
-        return Err(
-            match e.into_inner().map(|i| i.downcast::<reqwest::Error>()) {
-                Some(Ok(http)) => BodyError::Http(*http),
-                Some(Err(other)) => BodyError::Io(std::io::Error::new(kind, other)),
-                None => BodyError::Io(kind.into()),
-            },
-        );
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match resp.read(&mut buf) {
+            Ok(0) => return Ok(body),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if is_timeout(&e) => {
+                return Err(BodyError::TimedOut {
+                    received: body.len(),
+                });
+            }
+            Err(e) => {
+                let kind = e.kind();
+                return Err(
+                    match e.into_inner().map(|i| i.downcast::<reqwest::Error>()) {
+                        Some(Ok(http)) => BodyError::Http(*http),
+                        Some(Err(other)) => BodyError::Io(std::io::Error::new(kind, other)),
+                        None => BodyError::Io(kind.into()),
+                    },
+                );
+            }
+        };
+        body.extend_from_slice(&buf[..n]);
+        if body.len() > cap {
+            return Err(BodyError::TooLarge { announced });
+        }
+        if deadline.passed() {
+            return Err(BodyError::TimedOut {
+                received: body.len(),
+            });
+        }
     }
-    if body.len() > cap {
-        return Err(BodyError::TooLarge { announced });
-    }
-    Ok(body)
+}
+
+/// Whether a failed read is a timeout (reqwest's own, or the socket's).
+fn is_timeout(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::TimedOut
+        || e.get_ref()
+            .and_then(|i| i.downcast_ref::<reqwest::Error>())
+            .is_some_and(|r| r.is_timeout())
 }
 
 /// Why a BMC address is refused. Each caller words it for where the address

@@ -4,9 +4,9 @@
 //! why it matters and what the operator can do.
 
 use crate::config::ConfigError;
+use crate::host::read::ReadError;
 use crate::pki::Pin;
 use std::io;
-use std::path::PathBuf;
 
 /// The way out for nearly every refusal.
 const FRESH: &str = "run `dcn bundle export --site <site>` on the control plane for a fresh bundle";
@@ -19,10 +19,9 @@ const NOT_DCN: &str = "`dcn bundle export` never writes that, so the file was ma
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     #[error(
-        "cannot read the bundle {}: {error}; check the path, and that this user may read the file (bundles are written with mode 0600)",
-        path.display()
+        "cannot read the bundle: {error}; check the path, and that this user may read the file (bundles are written with mode 0600)"
     )]
-    Open { path: PathBuf, error: io::Error },
+    Open { error: ReadError },
 
     #[error("reading the bundle failed: {error}")]
     Read { error: io::Error },

@@ -6,16 +6,17 @@
 
 use super::archive::{self, RawMembers};
 use super::error::BundleError;
+use super::limits::MAX_COMPRESSED_SIZE;
 use super::manifest::Manifest;
 use super::token::JoinToken;
 use super::values::Sha256Digest;
 use super::{CA_CERT, FORMAT_VERSION, MANIFEST, SIGNATURE, TOKEN};
 use crate::config::ConfigError;
+use crate::host::read::{self, ReadSpec};
 use crate::pki::{self, CertInfo, Pin};
 use crate::terminal_text::sanitize;
 use crate::timefmt;
 use base64::Engine;
-use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -126,16 +127,9 @@ pub fn read_bundle(
 
 /// Read and verify the bundle file at `path`.
 pub fn read_bundle_file(path: &Path, opts: &ReadOptions) -> Result<VerifiedBundle, BundleError> {
-    let open_error = |error| BundleError::Open {
-        path: path.to_path_buf(),
-        error,
-    };
-    let file = File::open(path).map_err(open_error)?;
-    match read_bundle(file, opts) {
-        // A directory opens but does not read: report it like a bad path.
-        Err(BundleError::Read { error }) => Err(open_error(error)),
-        other => other,
-    }
+    let spec = ReadSpec::up_to(MAX_COMPRESSED_SIZE);
+    let file = read::open(path, &spec).map_err(|error| BundleError::Open { error })?;
+    read_bundle(file, opts)
 }
 
 fn text<'a>(member: &str, bytes: &'a [u8]) -> Result<&'a str, BundleError> {

@@ -52,7 +52,7 @@ pub struct BmcArgs {
     pub password_file: Option<PathBuf>,
     #[command(flatten)]
     pub tls: BmcTlsArgs,
-    /// Seconds each request may take before it is abandoned
+    /// Seconds each request to the BMC may take in all (connecting, headers, the whole answer, retries)
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
 }
@@ -120,7 +120,7 @@ pub struct FingerprintArgs {
     pub bmc: String,
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
-    /// Seconds the connection may take
+    /// Seconds the connection and TLS handshake may take in all
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
 }

@@ -34,6 +34,29 @@ pub enum LabCommand {
         /// The host (cp, edge1, …)
         host: String,
     },
+    /// Run OpenStack's Tempest suite against the lab's cloud (installed in cp from the lab's repository)
+    ///
+    /// tempest.conf is written from what the cloud reports; the tests of the exclusion list (each
+    /// with its reason) are skipped. The summary is printed and kept in DIR/tempest/. Exits 1
+    /// when a test failed.
+    Tempest {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// Tempest's smoke tests
+        #[arg(long)]
+        smoke: bool,
+        /// Also the tests whose ids match this regular expression (repeatable)
+        #[arg(long = "regex", value_name = "REGEX")]
+        regexes: Vec<String>,
+        /// Boot every server of the run in this zone (an edge site)
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+        /// Tests run at once
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
+        concurrency: u32,
+        #[arg(long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
     /// Cut or restore a host's network link, as a WAN failure would
     Link {
         #[command(flatten)]

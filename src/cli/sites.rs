@@ -72,10 +72,10 @@ pub struct SiteDeployArgs {
     /// Nodes driven at once
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
-    /// How long a node may take from power-on until its disk is written
+    /// How long a node may take from the first request to its BMC until its disk is written (slow BMC answers included)
     #[arg(long, value_name = "DURATION", default_value = "60m", value_parser = humantime::parse_duration)]
     pub install_timeout: std::time::Duration,
-    /// How long a node may take from its disk written until it is placed
+    /// How long a node may take from its disk written until it is placed (slow BMC answers included)
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
     pub join_timeout: std::time::Duration,
     #[arg(long, value_enum, default_value_t)]

@@ -3,6 +3,7 @@
 //! fields, wrong types and bad values are errors that name the file, line and
 //! field path.
 
+mod ini_text;
 pub mod inventory;
 pub mod node;
 mod package_source;
@@ -133,7 +134,7 @@ fn clean_message(msg: &str) -> String {
 /// Read and parse a `StandaloneConfig` file.
 pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the config file: {e}"))?;
     Ok(parse_standalone(&text, &path.display().to_string())?)
 }
 
@@ -157,7 +158,7 @@ pub const KINDS: [&str; 4] = [
 pub fn validate_file(path: &Path) -> anyhow::Result<String> {
     let file = path.display().to_string();
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read config file {file}: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the config file: {e}"))?;
     Ok(validate_text(&text, &file)?)
 }
 

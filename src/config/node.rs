@@ -5,7 +5,7 @@
 //! required field; everything else has a documented default
 //! (`images/edge/node.example.yaml` shows every field).
 
-use super::types::{Cidr, Hostname, HumanDuration};
+use super::types::{Cidr, Hostname, HumanDuration, NodeName};
 use super::{ApiVersion, ConfigError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -19,7 +19,7 @@ pub struct NodeConfig {
     pub api_version: ApiVersion,
     pub kind: NodeKind,
     /// The node's host name (also nova's `host` and OVN's chassis name).
-    pub hostname: Hostname,
+    pub hostname: NodeName,
     /// Which disk the OS goes to.
     #[serde(default)]
     pub disk: DiskConfig,
@@ -244,7 +244,7 @@ pub fn parse_node(text: &str, file: &str) -> Result<NodeConfig, ConfigError> {
 /// Read, parse and validate a `NodeConfig` file.
 pub fn load_node(path: &std::path::Path) -> anyhow::Result<NodeConfig> {
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read node config {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the node config: {e}"))?;
     Ok(parse_node(&text, &path.display().to_string())?)
 }
 

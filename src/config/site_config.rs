@@ -5,7 +5,7 @@
 //! node > site > control plane by [`crate::sites::site_config`].
 
 use super::ApiVersion;
-use super::types::{Hostname, IniText, SiteName};
+use super::types::{IniText, NodeName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ pub struct SiteConfig {
     pub services: EdgeServices,
     /// Overrides for single nodes, by host name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub nodes: BTreeMap<Hostname, NodeOverrides>,
+    pub nodes: BTreeMap<NodeName, NodeOverrides>,
 }
 
 impl SiteConfig {
@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(c.site.as_str(), "edge1");
         let site = c.services.custom_configs();
         assert!(site["novaCompute"].as_str().contains("debug = true"));
-        let node = &c.nodes[&"edge1-n1".parse::<Hostname>().unwrap()];
+        let node = &c.nodes[&"edge1-n1".parse::<NodeName>().unwrap()];
         assert!(
             node.services.custom_configs()["novaCompute"]
                 .as_str()
@@ -155,5 +155,25 @@ mod tests {
         let e =
             parse_site_config(&format!("{HEAD}nodes:\n  Bad_Name: {{}}\n"), "s.yaml").unwrap_err();
         assert!(e.path.starts_with("nodes"), "{e}");
+    }
+
+    #[test]
+    fn a_text_over_the_size_bound_is_refused_with_its_path_and_the_bound() {
+        // 10,000 one-key sections: what once cost a dry run minutes.
+        let ini: String = (0..10_000).map(|i| format!("[s{i}]\\nk=v\\n")).collect();
+        let text = format!(
+            "{HEAD}nodes:\n  edge1-n1:\n    services:\n      novaCompute:\n        customServiceConfig: \"{ini}\"\n"
+        );
+        let e = parse_site_config(&text, "s.yaml").unwrap_err();
+        assert_eq!(
+            e.path, "nodes.edge1-n1.services.novaCompute.customServiceConfig",
+            "{e}"
+        );
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(
+            e.message
+                .contains("has 10000 sections, more than the 256 dcn accepts"),
+            "{e}"
+        );
     }
 }

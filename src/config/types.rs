@@ -69,6 +69,26 @@ string_newtype!(
 );
 
 string_newtype!(
+    /// An edge node's name: a host name of at most [`NODE_NAME_MAX`]
+    /// characters and not `localhost`. It becomes the node's own host name
+    /// (Linux's limit is 64), nova's `host`, the OVN chassis name, a
+    /// certificate's CN and part of the node's user names.
+    NodeName,
+    check_node_name
+);
+
+/// The longest node name: Linux's limit on a host's own name.
+pub const NODE_NAME_MAX: usize = 64;
+
+impl NodeName {
+    /// Whether `name` is a valid node name (a cheap check for paths built
+    /// from a name a client sent).
+    pub fn is_valid(name: &str) -> bool {
+        check_node_name(name).is_ok()
+    }
+}
+
+string_newtype!(
     /// An edge site's name. It becomes an availability zone, a host
     /// aggregate and part of user names, so it is short and plain:
     /// lowercase letters, digits and hyphens, starting with a letter.
@@ -146,6 +166,22 @@ fn check_hostname(s: &str) -> Result<(), String> {
         .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
     {
         return bad("it looks like an IP address; put addresses in an address field");
+    }
+    Ok(())
+}
+
+fn check_node_name(s: &str) -> Result<(), String> {
+    check_hostname(s)?;
+    if s.len() > NODE_NAME_MAX {
+        return Err(format!(
+            "invalid node name ({} characters): a node's name is its own host name, at most {NODE_NAME_MAX} characters",
+            s.len()
+        ));
+    }
+    if s == "localhost" || s.starts_with("localhost.") {
+        return Err(format!(
+            "{s:?} is reserved: every host calls itself localhost; give the node its own name"
+        ));
     }
     Ok(())
 }
@@ -286,91 +322,7 @@ impl From<HumanDuration> for String {
     }
 }
 
-/// Raw oslo.config INI text that the operator adds to a service's
-/// configuration. It is checked for INI syntax when the file is read.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct IniText(String);
-
-impl IniText {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.trim().is_empty()
-    }
-}
-
-impl TryFrom<String> for IniText {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        crate::ini::Ini::parse(&s)
-            .map_err(|e| format!("invalid INI in customServiceConfig, {e}"))?;
-        Ok(IniText(s))
-    }
-}
-
-impl From<IniText> for String {
-    fn from(v: IniText) -> String {
-        v.0
-    }
-}
+pub use super::ini_text::IniText;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hostnames() {
-        for ok in ["cp", "cp-1.lab.example", "a1"] {
-            assert!(ok.parse::<Hostname>().is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "-a",
-            "a-",
-            "A",
-            "a_b",
-            "a..b",
-            "10.0.0.1",
-            &"x".repeat(64),
-        ] {
-            assert!(bad.parse::<Hostname>().is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn site_names() {
-        assert!("edge1".parse::<SiteName>().is_ok());
-        assert!("edge-west-2".parse::<SiteName>().is_ok());
-        for bad in ["", "1edge", "Edge", "edge_1", "edge-", &"e".repeat(33)] {
-            assert!(bad.parse::<SiteName>().is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn cidrs() {
-        assert!(Cidr::try_from("10.0.0.0/24".to_string()).is_ok());
-        let e = Cidr::try_from("10.0.0.1/24".to_string()).unwrap_err();
-        assert!(e.contains("did you mean 10.0.0.0/24"), "{e}");
-        assert!(Cidr::try_from("10.0.0.0".to_string()).is_err());
-    }
-
-    #[test]
-    fn ports_workers_durations_sources() {
-        assert!(Port::try_from(0).is_err());
-        assert!(Port::try_from(70000).is_err());
-        assert_eq!(Workers::Auto.resolve(2), 1);
-        assert_eq!(Workers::Auto.resolve(16), 4);
-        assert_eq!(Workers::Count(3).resolve(2), 3);
-        assert_eq!(
-            HumanDuration::try_from("24h".to_string())
-                .unwrap()
-                .0
-                .as_secs(),
-            86400
-        );
-        assert!(HumanDuration::try_from("0s".to_string()).is_err());
-    }
-}
+mod tests;

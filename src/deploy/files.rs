@@ -155,6 +155,10 @@ pub fn check_no_conflicts(steps: &[ConfigFiles]) -> Result<()> {
 }
 
 impl Step for ConfigFiles {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         format!("configure.{}", self.service)
     }

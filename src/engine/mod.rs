@@ -1,9 +1,15 @@
 //! The step engine. A deployment is a list of phases, each a list of named
-//! [`Step`]s. A step says whether it is already done and applies itself.
+//! [`Step`]s. A step says whether it is already done, by looking at what it
+//! changes (files, units, another daemon's database), and applies itself.
 //! A [`Journal`] records each finished step, so an interrupted run resumes
-//! and the summary can say how long each phase took. In dry-run mode steps
-//! apply against a dry-run host: files are diffed, not written, and only
-//! read-only commands run.
+//! and the summary can say how long each phase took; it says where a run
+//! stopped and which configuration a step last applied, but never vouches
+//! for what another program stored: a power cut can lose what a daemon had
+//! not written back. So before a step is recorded done, the host's disks
+//! are flushed ([`crate::host::Host::flush_to_disk`]), and a resumed run
+//! checks each step's effect again. In dry-run mode steps apply against a
+//! dry-run host: files are diffed, not written, and only read-only commands
+//! run.
 
 mod journal;
 
@@ -27,10 +33,13 @@ pub trait Step {
     /// One line for the operator: what applying does.
     fn describe(&self) -> String;
 
-    /// Whether applying would change nothing. The default trusts the
-    /// journal: the step finished before with the same fingerprint.
-    fn is_done(&self, ctx: &Context) -> Result<bool> {
-        Ok(ctx.journal.is_done(&self.name(), &self.fingerprint()))
+    /// Whether applying would change nothing: its effect is really there
+    /// (read from the files, systemd, the daemon that keeps it), not only
+    /// recorded in the journal. A step may also ask the journal whether it
+    /// last ran with the same fingerprint, but that alone never suffices.
+    /// The default, for checks and for steps cheap enough to repeat: never.
+    fn is_done(&self, _ctx: &Context) -> Result<bool> {
+        Ok(false)
     }
 
     /// What the step depends on; when it changes, the step runs again.
@@ -44,6 +53,24 @@ pub trait Step {
     /// run, is skipped in dry runs, and is reported as checked.
     fn is_check(&self) -> bool {
         false
+    }
+
+    /// The step cannot read its effect back cheaply, and is idempotent and
+    /// cheap: it runs on every run (`is_done` is never asked), and is
+    /// reported as ensured, not as a change. In a dry run it would change
+    /// something only when it last ran as another command.
+    fn reapplies(&self) -> bool {
+        false
+    }
+
+    /// Whether what the step changed may still be only in the page cache
+    /// when it returns (another daemon's database, systemd's links, files
+    /// packages wrote), so the host's disks are flushed before the journal
+    /// records it. Steps that change nothing but files written through
+    /// [`crate::host::Files`], which fsyncs each file and its directory,
+    /// say no.
+    fn needs_flush(&self) -> bool {
+        true
     }
 }
 
@@ -59,6 +86,8 @@ pub enum Outcome {
     AlreadyDone,
     Applied,
     Checked,
+    /// Applied again, as on every run (an idempotent step).
+    Ensured,
     /// Dry run: it would be applied, with these file changes.
     WouldApply(Vec<String>),
 }
@@ -132,6 +161,26 @@ fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outco
         tracing::debug!("  {name}: ok in {:.1}s", started.elapsed().as_secs_f64());
         return Ok(Outcome::Checked);
     }
+    // In a dry run, an idempotent step would change something only when it
+    // last ran as another command.
+    let unchanged = journal.is_done(&name, &step.fingerprint());
+    if step.reapplies() && (!host.dry_run || unchanged) {
+        if host.dry_run {
+            return Ok(Outcome::AlreadyDone);
+        }
+        let started = Instant::now();
+        step.apply(&ctx)
+            .with_context(|| format!("step {name} failed"))?;
+        tracing::debug!(
+            "  {name}: ensured in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        host.flush_to_disk()
+            .with_context(|| format!("flushing what step {name} changed to disk"))?;
+        journal.record_step(&name, &step.fingerprint(), started.elapsed());
+        journal.save(&host.files)?;
+        return Ok(Outcome::Ensured);
+    }
     if step
         .is_done(&ctx)
         .with_context(|| format!("checking step {name}"))?
@@ -154,6 +203,12 @@ fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outco
     let started = Instant::now();
     step.apply(&ctx)
         .with_context(|| format!("step {name} failed"))?;
+    // What the step changed (another daemon's database, systemd's links,
+    // files packages wrote) is on the disk before the journal says so.
+    if step.needs_flush() {
+        host.flush_to_disk()
+            .with_context(|| format!("flushing what step {name} changed to disk"))?;
+    }
     let fingerprint = step.fingerprint();
     journal.record_step(&name, &fingerprint, started.elapsed());
     journal.save(&host.files)?;

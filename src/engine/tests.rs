@@ -24,10 +24,12 @@ impl Step for WriteFile {
     }
 }
 
-/// Uses the journal's default `is_done`; fails while `fail` is set.
+/// Stores a setting in another daemon (`stored`, which a power cut may
+/// empty); fails while `fail` is set. Done when the setting is stored.
 struct Flaky<'a> {
     fail: &'a Cell<bool>,
     runs: &'a Cell<u32>,
+    stored: &'a Cell<bool>,
 }
 
 impl Step for Flaky<'_> {
@@ -37,11 +39,32 @@ impl Step for Flaky<'_> {
     fn describe(&self) -> String {
         "flaky".into()
     }
+    fn is_done(&self, _: &Context) -> Result<bool> {
+        Ok(self.stored.get())
+    }
     fn apply(&self, _: &Context) -> Result<()> {
         self.runs.set(self.runs.get() + 1);
         if self.fail.get() {
             anyhow::bail!("interrupted");
         }
+        self.stored.set(true);
+        Ok(())
+    }
+}
+
+/// A step that says nothing of its effect: the default never trusts the
+/// journal.
+struct Silent<'a>(&'a Cell<u32>);
+
+impl Step for Silent<'_> {
+    fn name(&self) -> String {
+        "test.silent".into()
+    }
+    fn describe(&self) -> String {
+        "silent".into()
+    }
+    fn apply(&self, _: &Context) -> Result<()> {
+        self.0.set(self.0.get() + 1);
         Ok(())
     }
 }
@@ -76,6 +99,7 @@ fn interrupted_run_resumes_where_it_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let fail = Cell::new(true);
     let runs = Cell::new(0);
+    let stored = Cell::new(false);
     let steps = || -> Vec<Phase> {
         vec![Phase {
             name: "p",
@@ -84,6 +108,7 @@ fn interrupted_run_resumes_where_it_stopped() {
                 Box::new(Flaky {
                     fail: &fail,
                     runs: &runs,
+                    stored: &stored,
                 }),
             ],
         }]
@@ -95,11 +120,47 @@ fn interrupted_run_resumes_where_it_stopped() {
     assert!(r.resumed_from.is_some());
     assert_eq!(r.steps[0].1, Outcome::AlreadyDone);
     assert_eq!(r.steps[1].1, Outcome::Applied);
-    // Now recorded in the journal: not run a third time.
+    // Its effect is there: not run a third time.
     let r = run(&steps(), &host(dir.path(), false)).unwrap();
     assert!(r.resumed_from.is_none());
     assert_eq!(r.steps[1].1, Outcome::AlreadyDone);
     assert_eq!(runs.get(), 2);
+}
+
+/// The power cut of issue 22: the journal says a step finished, but the
+/// daemon that stored its effect lost it. The next run applies it again.
+#[test]
+fn a_step_whose_effect_was_lost_runs_again_whatever_the_journal_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fail, runs, stored) = (Cell::new(false), Cell::new(0), Cell::new(false));
+    let silent = Cell::new(0);
+    let steps = || -> Vec<Phase> {
+        vec![Phase {
+            name: "p",
+            steps: vec![
+                Box::new(Flaky {
+                    fail: &fail,
+                    runs: &runs,
+                    stored: &stored,
+                }),
+                Box::new(Silent(&silent)),
+            ],
+        }]
+    };
+    run(&steps(), &host(dir.path(), false)).unwrap();
+    assert!(
+        Journal::load(&Files::new(dir.path(), false))
+            .unwrap()
+            .has_run("test.flaky")
+    );
+    stored.set(false);
+    let r = run(&steps(), &host(dir.path(), false)).unwrap();
+    assert_eq!(r.steps[0].1, Outcome::Applied);
+    assert_eq!(runs.get(), 2);
+    assert!(stored.get());
+    // A step that cannot tell is applied on every run, never skipped on
+    // the journal's word.
+    assert_eq!(silent.get(), 2);
 }
 
 #[test]
@@ -117,4 +178,46 @@ fn dry_run_changes_nothing_and_lists_files() {
         0,
         "nothing written, not even the journal"
     );
+}
+
+/// Sets its value again on every run, as `ovs-vsctl set` does: ensured,
+/// not counted as a change.
+struct Idempotent<'a>(&'a Cell<u32>);
+
+impl Step for Idempotent<'_> {
+    fn name(&self) -> String {
+        "test.idempotent".into()
+    }
+    fn describe(&self) -> String {
+        "idempotent".into()
+    }
+    fn reapplies(&self) -> bool {
+        true
+    }
+    fn apply(&self, _: &Context) -> Result<()> {
+        self.0.set(self.0.get() + 1);
+        Ok(())
+    }
+}
+
+#[test]
+fn an_idempotent_step_runs_every_time_and_is_not_a_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = Cell::new(0);
+    let steps = || -> Vec<Phase> {
+        vec![Phase {
+            name: "p",
+            steps: vec![Box::new(Idempotent(&runs))],
+        }]
+    };
+    for _ in 0..2 {
+        let r = run(&steps(), &host(dir.path(), false)).unwrap();
+        assert_eq!(r.steps[0].1, Outcome::Ensured);
+        assert_eq!(r.applied(), 0);
+    }
+    assert_eq!(runs.get(), 2);
+    // A dry run after it ran as it is now changes nothing.
+    let r = run(&steps(), &host(dir.path(), true)).unwrap();
+    assert_eq!(r.steps[0].1, Outcome::AlreadyDone);
+    assert_eq!(runs.get(), 2);
 }

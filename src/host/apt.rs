@@ -215,22 +215,33 @@ impl<'a> Apt<'a> {
                 &FileSpec::public().mode(0o755),
             )
             .context("keeping services from starting during the install")?;
-        let result = self.runner.run(
-            &Cmd::new(what, "apt-get")
+        // An install a power cut interrupted leaves packages unpacked but
+        // not configured, and apt-get refuses to go on until dpkg finishes
+        // them (a no-op otherwise).
+        let finished = self.runner.run(
+            &Cmd::new("finishing an interrupted package install", "dpkg")
                 .env("DEBIAN_FRONTEND", "noninteractive")
-                .args(self.source_options())
-                .args(APT_OPTIONS.iter().copied())
-                .args([
-                    "-q",
-                    "-y",
-                    "-o",
-                    "Dpkg::Options::=--force-confdef",
-                    "-o",
-                    "Dpkg::Options::=--force-confold",
-                ])
-                .args(args)
+                .args(["--force-confdef", "--force-confold", "--configure", "-a"])
                 .timeout(INSTALL_TIMEOUT),
         );
+        let result = finished.and_then(|_| {
+            self.runner.run(
+                &Cmd::new(what, "apt-get")
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .args(self.source_options())
+                    .args(APT_OPTIONS.iter().copied())
+                    .args([
+                        "-q",
+                        "-y",
+                        "-o",
+                        "Dpkg::Options::=--force-confdef",
+                        "-o",
+                        "Dpkg::Options::=--force-confold",
+                    ])
+                    .args(args)
+                    .timeout(INSTALL_TIMEOUT),
+            )
+        });
         let removed = self.files.remove(POLICY_RC_D);
         result?;
         removed?;

@@ -4,6 +4,7 @@
 //! containers and the edge image are both made this way.
 
 use super::command::{Cmd, Runner};
+use super::read::ReadSpec;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,14 +18,15 @@ pub fn host_sources() -> Result<String> {
 /// and `*.sources`), as one deb822 text.
 pub fn host_sources_in(etc_apt: &Path) -> Result<String> {
     let mut out = String::new();
-    if let Ok(t) = std::fs::read_to_string(etc_apt.join("sources.list")) {
+    let read = |p: &Path| super::read::read_string(p, &ReadSpec::up_to(super::read::MAX_STATE));
+    if let Ok(t) = read(&etc_apt.join("sources.list")) {
         out.push_str(&one_line_as_deb822(&t));
     }
     if let Ok(dir) = std::fs::read_dir(etc_apt.join("sources.list.d")) {
         let mut paths: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
         paths.sort();
         for p in paths {
-            let Ok(t) = std::fs::read_to_string(&p) else {
+            let Ok(t) = read(&p) else {
                 continue;
             };
             match p.extension().and_then(|e| e.to_str()) {

@@ -1,10 +1,12 @@
-//! The file writer: every file dcn writes goes through [`Files`]. Paths are
+//! The file writer: every file dcn writes goes through [`Files`], and so
+//! do its reads of the system it configures (through [`super::read`]). Paths are
 //! absolute paths of the system being configured and are resolved under a
 //! root directory (`/` on a real host, a folder in tests and image builds).
 //! Writes are atomic (temporary file, fsync, rename), carry mode and owner,
 //! and are skipped when nothing would change. In dry-run mode nothing is
 //! written; the would-be changes and their diffs are collected instead.
 
+use super::read::{self, ReadError, ReadSpec};
 use super::users;
 use anyhow::{Context, Result, bail};
 use std::fs;
@@ -141,19 +143,37 @@ impl Files {
         Ok(self.host_path(path)?.exists())
     }
 
-    /// The contents of `path`, or `None` when it does not exist.
+    /// The contents of `path`, or `None` when it does not exist. It must be
+    /// a regular file (or a symbolic link to one) of at most
+    /// [`read::MAX_STATE`] bytes ([`super::read`]).
     pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
-        let hp = self.host_path(path)?;
-        match fs::read(&hp) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", hp.display())),
-        }
+        self.read_with(path, &ReadSpec::up_to(read::MAX_STATE))
     }
 
     /// The contents of `path` as text, or `None` when it does not exist.
     pub fn read_string(&self, path: &str) -> Result<Option<String>> {
-        match self.read(path)? {
+        self.read_string_with(path, &ReadSpec::up_to(read::MAX_STATE))
+    }
+
+    /// A secret of dcn's own (a key, credentials, passwords) as text, or
+    /// `None` when it does not exist: refused unless it is private and
+    /// root's ([`read::Secrecy::Own`]).
+    pub fn read_secret(&self, path: &str) -> Result<Option<String>> {
+        self.read_string_with(path, &ReadSpec::up_to(read::MAX_SECRET).own_secret())
+    }
+
+    /// [`Self::read`] as `spec` says.
+    pub fn read_with(&self, path: &str, spec: &ReadSpec) -> Result<Option<Vec<u8>>> {
+        match read::read(&self.host_path(path)?, spec) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`Self::read_with`] as text.
+    pub fn read_string_with(&self, path: &str, spec: &ReadSpec) -> Result<Option<String>> {
+        match self.read_with(path, spec)? {
             None => Ok(None),
             Some(b) => String::from_utf8(b)
                 .map(Some)
@@ -161,19 +181,33 @@ impl Files {
         }
     }
 
+    /// What is at `hp` now, to compare with `contents`: `None` when
+    /// nothing is, and `Some(None)` when it is larger than both `contents`
+    /// and what dcn reads (so it differs).
+    fn old_contents(hp: &Path, contents: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        let limit = read::MAX_STATE.max(contents.len() as u64);
+        match read::read(hp, &ReadSpec::up_to(limit)) {
+            Ok(b) => Ok(Some(Some(b))),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(ReadError::TooLarge { .. }) => Ok(Some(None)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Write `contents` to `path` atomically with `spec`'s mode and owner.
     /// Missing parent directories are created 0755.
     pub fn write(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<Change> {
         let hp = self.host_path(path)?;
-        let old = self.read(path)?;
+        let old = Self::old_contents(&hp, contents)?;
         let change = match &old {
             None => Change::Created,
-            Some(o) if o.as_slice() == contents && self.attrs_match(&hp, spec)? => {
+            Some(Some(o)) if o.as_slice() == contents && self.attrs_match(&hp, spec)? => {
                 return Ok(Change::Unchanged);
             }
             Some(_) => Change::Updated,
         };
         if self.dry_run {
+            let old = old.flatten();
             self.plan(path, change, old.as_deref(), Some(contents), spec.secret);
             return Ok(change);
         }
@@ -244,6 +278,10 @@ impl Files {
             return Ok(Change::Removed);
         }
         fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
+        // The removal is on the disk, as a write is.
+        if let Some(parent) = hp.parent() {
+            fs::File::open(parent)?.sync_all()?;
+        }
         Ok(Change::Removed)
     }
 
@@ -270,8 +308,8 @@ impl Files {
     /// owner (so writing it would change nothing).
     pub fn matches(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<bool> {
         let hp = self.host_path(path)?;
-        match self.read(path)? {
-            Some(old) if old == contents => self.attrs_match(&hp, spec),
+        match Self::old_contents(&hp, contents)? {
+            Some(Some(old)) if old == contents => self.attrs_match(&hp, spec),
             _ => Ok(false),
         }
     }

@@ -1,5 +1,6 @@
 //! The one place that touches the host: running commands ([`command`]),
-//! writing files ([`files`]) and reading free space ([`space`]). Logic
+//! writing files ([`files`]), reading files named from outside ([`read`])
+//! and reading free space ([`space`]). Logic
 //! receives a [`Host`], so tests pass a temporary root directory and a
 //! [`RecordingRunner`] instead of the machine.
 
@@ -9,6 +10,7 @@ pub mod command;
 pub mod debian;
 pub mod files;
 pub mod lock;
+pub mod read;
 pub mod space;
 pub mod systemd;
 mod users;
@@ -16,6 +18,7 @@ mod users;
 pub use command::{Cmd, CmdOutput, RecordingRunner, Runner, SystemRunner};
 pub use files::{Change, FileSpec, Files, PlannedChange};
 
+use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,6 +41,25 @@ impl Host {
             runner: Arc::new(SystemRunner::new(dry_run)),
             dry_run,
         }
+    }
+
+    /// Write everything this host's programs changed back to its disks:
+    /// what dcn just had another daemon store (OVSDB, MariaDB, RabbitMQ),
+    /// systemd's links, files packages wrote, may still be only in the page
+    /// cache, which a power cut loses. The real machine flushes every
+    /// filesystem; a root folder (tests, image builds) its own.
+    pub fn flush_to_disk(&self) -> Result<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        let root = self.files.root();
+        if root == Path::new("/") {
+            nix::unistd::sync();
+            return Ok(());
+        }
+        let dir = std::fs::File::open(root)
+            .with_context(|| format!("opening {} to flush it", root.display()))?;
+        nix::unistd::syncfs(&dir).with_context(|| format!("flushing {} to disk", root.display()))
     }
 
     /// A host whose commands go to `runner` (tests, containers).

@@ -220,6 +220,29 @@ impl<'a> Systemd<'a> {
         Ok(out.success())
     }
 
+    /// Whether systemd has not read the current files of any of `units`
+    /// (`NeedDaemonReload`; read-only). No units: no.
+    pub fn needs_daemon_reload(&self, units: &[&str]) -> Result<bool> {
+        if units.is_empty() {
+            return Ok(false);
+        }
+        let mut args = vec!["show", "--property=NeedDaemonReload"];
+        args.extend_from_slice(units);
+        let out = self.runner.run(
+            &self
+                .cmd(
+                    "asking whether systemd read the unit files".to_string(),
+                    &args,
+                    DEFAULT_TIMEOUT,
+                )
+                .read_only(),
+        )?;
+        Ok(out
+            .stdout
+            .lines()
+            .any(|l| l.trim() == "NeedDaemonReload=yes"))
+    }
+
     /// `systemctl is-enabled` (read-only).
     pub fn is_enabled(&self, unit: &str) -> Result<bool> {
         let out = self.runner.run(

@@ -2,6 +2,7 @@
 //! `/etc/group`, so ownership is resolved against the system being
 //! configured (which may be an image folder), not the machine running dcn.
 
+use super::read::ReadSpec;
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 
@@ -11,8 +12,7 @@ fn lookup(root: &Path, file: &str, name: &str) -> Result<u32> {
         return Ok(id);
     }
     let path = root.join("etc").join(file);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = super::read::read_string(&path, &ReadSpec::up_to(super::read::MAX_STATE))?;
     for line in text.lines() {
         let mut fields = line.split(':');
         if fields.next() == Some(name) {

@@ -7,12 +7,18 @@ use super::payload::{self, Payload};
 use super::{PAYLOAD_PATH, iso9660};
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle};
 use crate::config::NodeConfig;
+use crate::host::read::{self, ReadSpec};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// An ISO file, or a device holding one: read by seeking to its payload
+/// area only, so its size is not limited.
+const ISO: ReadSpec = ReadSpec::up_to(u64::MAX).or_block_device();
 
 /// Where the payload goes.
 #[derive(Debug, Clone)]
@@ -67,14 +73,11 @@ pub fn embed(
         Destination::InPlace => (iso.to_path_buf(), true),
         Destination::Copy(out) => (out.clone(), false),
     };
-    let mut f = OpenOptions::new()
-        .read(true)
-        .write(in_place)
-        .open(iso)
-        .with_context(|| {
-            let how = if in_place { " for writing" } else { "" };
-            format!("cannot open {}{how}", iso.display())
-        })?;
+    let spec = if in_place { ISO.writable() } else { ISO };
+    let mut f = read::open(iso, &spec).with_context(|| {
+        let how = if in_place { " for writing" } else { "" };
+        format!("cannot open the ISO{how}")
+    })?;
     // The area is found, and the payload checked against it, in the input:
     // nothing is copied for an ISO the payload cannot go into.
     let extent = find_area(&mut f, iso)?;
@@ -87,7 +90,16 @@ pub fn embed(
         Ok(())
     };
     match dest {
-        Destination::InPlace => write(&mut f)?,
+        // The ISO holds a join token from now on: its owner's only.
+        Destination::InPlace => {
+            write(&mut f)?;
+            let mode = f
+                .metadata()
+                .map(|m| m.permissions().mode())
+                .unwrap_or(0o600);
+            f.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))
+                .with_context(|| format!("making {} readable by its owner only", iso.display()))?;
+        }
         Destination::Copy(out) => super::output::write_copy(&mut f, iso, out, write)?,
     }
     Ok(EmbedReport {
@@ -100,22 +112,10 @@ pub fn embed(
     })
 }
 
-/// The contents of `path`, refused past `cap` bytes after reading at most
-/// one byte more (so `/dev/zero` or a huge file costs `cap`, not memory).
+/// The contents of `path`, a regular file of at most `cap` bytes.
 fn read_capped(path: &Path, cap: u64, what: &str, hint: &str) -> Result<Vec<u8>> {
-    let f = File::open(path)
-        .with_context(|| format!("cannot read the {what} {}; check the path", path.display()))?;
-    let mut bytes = Vec::new();
-    f.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read the {what} {}", path.display()))?;
-    if bytes.len() as u64 > cap {
-        bail!(
-            "the {what} {} is larger than {cap} bytes, more than dcn reads: {hint}",
-            path.display()
-        );
-    }
-    Ok(bytes)
+    read::read(path, &ReadSpec::up_to(cap))
+        .map_err(|e| anyhow::anyhow!("cannot read the {what}: {e}; {hint}"))
 }
 
 /// Check a bundle as embed and install do: format, integrity, signature,
@@ -191,7 +191,7 @@ fn check_area_size(len: u64, iso: &Path) -> Result<()> {
 
 /// Read the payload out of an ISO file or a device holding one.
 pub fn read_payload(iso: &Path) -> Result<Payload> {
-    let mut f = File::open(iso).with_context(|| format!("cannot open {}", iso.display()))?;
+    let mut f = read::open(iso, &ISO).context("cannot open the ISO")?;
     let extent = find_area(&mut f, iso)?;
     f.seek(SeekFrom::Start(extent.offset))?;
     payload::read(&mut f.take(extent.length), extent.length)
@@ -200,8 +200,9 @@ pub fn read_payload(iso: &Path) -> Result<Payload> {
 
 /// Decode a payload area read from a file (the mounted medium).
 pub fn read_payload_file(area_file: &Path) -> Result<Payload> {
-    let f = File::open(area_file)
-        .with_context(|| format!("cannot read the payload area {}", area_file.display()))?;
+    // Its size is checked below, with the limit's reason.
+    let f = read::open(area_file, &ReadSpec::up_to(u64::MAX))
+        .context("cannot read the payload area")?;
     let len = f.metadata()?.len();
     check_area_size(len, area_file)?;
     payload::read(&mut f.take(len), len)

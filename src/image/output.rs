@@ -9,7 +9,7 @@
 use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 /// Write `out` as a copy of `input` (already open) that `edit` changes.
@@ -52,10 +52,11 @@ pub fn write_copy(
     input.seek(SeekFrom::Start(0))?;
     std::io::copy(input, partial.as_file_mut())
         .with_context(|| format!("copying {} to {}", input_path.display(), tmp.display()))?;
-    // The input's permissions, as a plain copy would have them.
+    // The input's permissions for its owner only: what is written into the
+    // copy (a node's join token) is a bearer secret.
     partial
         .as_file()
-        .set_permissions(meta.permissions())
+        .set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o700))
         .with_context(|| format!("setting the permissions of {}", tmp.display()))?;
     edit(partial.as_file_mut())?;
     partial

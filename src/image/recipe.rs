@@ -63,7 +63,7 @@ impl RecipeDir {
     /// Read and check `dir/recipe.yaml`.
     pub fn load(dir: &Path) -> Result<RecipeDir> {
         let file = dir.join(RECIPE_FILE);
-        let text = std::fs::read_to_string(&file).with_context(|| {
+        let text = crate::yaml::read_file(&file).with_context(|| {
             format!(
                 "cannot read the image recipe {}; pass --recipe DIR with the directory that holds recipe.yaml (images/edge in dcn's source tree)",
                 file.display()

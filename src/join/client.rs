@@ -60,6 +60,31 @@ impl JoinClient {
         Self::decode(resp, "the health check")
     }
 
+    /// A fresh challenge to sign with the node key (a re-join must).
+    pub fn challenge(&self) -> Result<Challenge> {
+        let resp = self
+            .http
+            .post(format!("{}{CHALLENGE_PATH}", self.base))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .with_context(|| format!("asking the join service at {} for a challenge", self.base))?;
+        self.known(&resp, CHALLENGE_PATH)?;
+        Self::decode(resp, "the challenge request")
+    }
+
+    /// Join with `req`, proving first that this host holds `key` now.
+    pub fn join_with_proof(
+        &self,
+        req: &JoinRequest,
+        key: &rcgen::KeyPair,
+        token_id: &str,
+    ) -> Result<JoinReply> {
+        let challenge = self.challenge()?;
+        let mut req = req.clone();
+        req.proof = Some(prove(key, &challenge, &req.hostname, token_id)?);
+        self.join(&req)
+    }
+
     pub fn join(&self, req: &JoinRequest) -> Result<JoinReply> {
         let resp = self
             .http
@@ -67,15 +92,20 @@ impl JoinClient {
             .json(req)
             .send()
             .with_context(|| format!("sending the join request to {}", self.base))?;
-        // A join service from before `JOIN_PATH` knows no such endpoint.
+        self.known(&resp, JOIN_PATH)?;
+        Self::decode(resp, "the join request")
+    }
+
+    /// A join service older than `path` knows no such endpoint.
+    fn known(&self, resp: &reqwest::blocking::Response, path: &str) -> Result<()> {
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
             anyhow::bail!(
-                "the join service at {} does not know {JOIN_PATH}: the control plane runs an older dcn than this host ({}); upgrade dcn on the control plane, or join with the dcn version it runs",
+                "the join service at {} does not know {path}: the control plane runs an older dcn than this host ({}); upgrade dcn on the control plane, or join with the dcn version it runs",
                 self.base,
                 env!("CARGO_PKG_VERSION")
             );
         }
-        Self::decode(resp, "the join request")
+        Ok(())
     }
 
     /// Report a phase (10 s at most), with the join token before the host

@@ -196,6 +196,42 @@ mod tests {
         }
     }
 
+    /// The credentials a sync reads are node state anyone with a shell may
+    /// have replaced: a FIFO (which hung the sync), a link to /dev/zero
+    /// (read until the kernel killed it at 18 GB), a socket, a directory
+    /// or an oversize file is refused with its path, nothing is fetched.
+    #[test]
+    fn a_sync_refuses_special_files_as_the_credentials() {
+        use crate::host::read::testing::{Special, bounded};
+        bounded(std::time::Duration::from_secs(60), || {
+            for special in Special::ALL {
+                let root = tempfile::tempdir().unwrap();
+                let runner = Arc::new(RecordingRunner::default());
+                let host = Host::with_runner(root.path(), runner.clone(), false);
+                let deployment = r#"{"roles":["edge"],"services":[],"hostname":"n1","address":"10.0.0.9","site":"edge1"}"#;
+                let secret = FileSpec::secret();
+                (host.files)
+                    .write(
+                        crate::deployment::DEPLOYMENT_FILE,
+                        deployment.as_bytes(),
+                        &secret,
+                    )
+                    .unwrap();
+                (host.files)
+                    .write(JOIN_ENDPOINT, b"https://127.0.0.1:9/", &secret)
+                    .unwrap();
+                let hp = host
+                    .files
+                    .host_path(super::super::edge::CREDENTIALS)
+                    .unwrap();
+                let why = special.make(&hp, crate::host::read::MAX_SECRET);
+                let e = format!("{:#}", sync(&host).unwrap_err());
+                assert!(e.contains(&format!("{} {why}", hp.display())), "{e}");
+                assert!(runner.calls().is_empty());
+            }
+        });
+    }
+
     /// A sync while a join holds the node's lock steps aside and touches
     /// nothing; a join waits for a running sync.
     #[test]

@@ -113,10 +113,12 @@ pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
     }
     timer.reporter.phase(Phase::JoinStarted, None);
     let result = join_verified(host, opts, &mut timer, &bundle, previous, hostname);
-    if let Err(e) = &result {
-        timer
+    match &result {
+        // The centre records `placed` once it sees both planes up too.
+        Ok(_) => timer.reporter.phase(Phase::JoinFinished, None),
+        Err(e) => timer
             .reporter
-            .failed(&format!("{e:#}"), crate::logging::recent_lines());
+            .failed(&format!("{e:#}"), crate::logging::recent_lines()),
     }
     let reporter = std::mem::replace(&mut timer.reporter, Reporter::off());
     reporter.finish(reporter::FINISH_WITHIN);
@@ -267,7 +269,8 @@ fn reach(client: &JoinClient, bundle: &VerifiedBundle, deadline: Instant) -> Res
 }
 
 /// Call `f` until it succeeds, with jittered exponential backoff up to the
-/// deadline. Refusals by the join service are not retried.
+/// deadline. Refusals by the join service are not retried, but for
+/// `rate-limited`: this host asked too often, and may ask again soon.
 pub(crate) fn retry<T>(
     deadline: Instant,
     what: &str,
@@ -278,7 +281,14 @@ pub(crate) fn retry<T>(
     loop {
         match f() {
             Ok(v) => return Ok(v),
-            Err(e) if e.downcast_ref::<Refused>().is_some() => return Err(e),
+            // Slowed down, not refused: the service takes this host's
+            // requests again within seconds.
+            Err(e)
+                if e.downcast_ref::<Refused>()
+                    .is_some_and(|r| r.0.error != "rate-limited") =>
+            {
+                return Err(e);
+            }
             Err(e) => {
                 if Instant::now() + pause > deadline {
                     return Err(e.context(format!(
@@ -345,5 +355,41 @@ fn wait_ready(
         }
         last = Some(status);
         std::thread::sleep(Duration::from_secs(3));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::ErrorReply;
+
+    fn refused(error: &str) -> anyhow::Error {
+        Refused(ErrorReply {
+            error: error.into(),
+            message: "no".into(),
+        })
+        .into()
+    }
+
+    #[test]
+    fn a_rate_limited_request_is_tried_again_and_a_refusal_is_not() {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut calls = 0;
+        let r = retry(deadline, "the join service", || {
+            calls += 1;
+            if calls < 3 {
+                Err(refused("rate-limited"))
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        let mut calls = 0;
+        let r: Result<()> = retry(deadline, "the join service", || {
+            calls += 1;
+            Err(refused("token-expired"))
+        });
+        assert!(r.is_err());
+        assert_eq!(calls, 1);
     }
 }

@@ -8,6 +8,10 @@
 //!   edge role's recipes declare ([`crate::recipes::site_credentials`]).
 //!   `POST /v1/join` (dcn before site credentials, whose reply had fixed
 //!   fields) is refused with `protocol-too-old` and what to do.
+//! - `POST /v2/join/challenge`: a fresh [`Challenge`] (no credential). A
+//!   host that joined before proves it holds its key *now* by signing one
+//!   ([`proof_message`]); without that proof a re-join is refused, whatever
+//!   token and CSR come with it.
 //! - `GET /v1/nodes/{hostname}`: `Authorization: Bearer <node secret>`; what
 //!   the control plane sees of the node (its compute service, cell, aggregate
 //!   and resource provider). The edge holds no admin rights to ask itself.
@@ -27,6 +31,8 @@
 use serde::{Deserialize, Serialize};
 
 pub const JOIN_PATH: &str = "/v2/join";
+/// Where a join asks for a [`Challenge`] to sign.
+pub const CHALLENGE_PATH: &str = "/v2/join/challenge";
 /// Joins of an older dcn, refused with advice.
 pub const OLD_JOIN_PATH: &str = "/v1/join";
 pub const HEALTH_PATH: &str = "/v1/health";
@@ -57,6 +63,35 @@ pub struct JoinRequest {
     /// PEM certificate signing request for the node's key.
     pub csr: String,
     pub dcn_version: String,
+    /// The node key's signature over a fresh challenge: required when the
+    /// host joined before (a re-join), checked whenever it is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<KeyProof>,
+}
+
+/// A fresh challenge from the join service, valid for `expires_in` seconds
+/// and for one proof.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Challenge {
+    pub challenge: String,
+    pub expires_in: u64,
+}
+
+/// That the sender holds the key of its CSR now: the key's ECDSA P-256 /
+/// SHA-256 signature (ASN.1 DER, base64) over [`proof_message`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeyProof {
+    pub challenge: String,
+    pub signature: String,
+}
+
+/// What a node signs to prove it holds its key: the challenge, bound to
+/// the host name and the join token's id it joins with (a proof made for
+/// one host or token is worth nothing for another).
+pub fn proof_message(challenge: &str, hostname: &str, token_id: &str) -> Vec<u8> {
+    format!("dcn join proof v1\n{challenge}\n{hostname}\n{token_id}\n").into_bytes()
 }
 
 /// One site credential: a user of the node's own (RabbitMQ or keystone)
@@ -81,12 +116,33 @@ pub struct JoinReply {
     pub credentials: std::collections::BTreeMap<String, SiteCredential>,
 }
 
+/// Sign `challenge` for `hostname` and `token_id` with the node's key: what
+/// `dcn join` sends back.
+pub fn prove(
+    key: &rcgen::KeyPair,
+    challenge: &Challenge,
+    hostname: &str,
+    token_id: &str,
+) -> anyhow::Result<KeyProof> {
+    use base64::Engine;
+    use rcgen::SigningKey;
+    let message = proof_message(&challenge.challenge, hostname, token_id);
+    let signature = key
+        .sign(&message)
+        .map_err(|e| anyhow::anyhow!("signing the join challenge with the node key: {e}"))?;
+    Ok(KeyProof {
+        challenge: challenge.challenge.clone(),
+        signature: base64::engine::general_purpose::STANDARD.encode(signature),
+    })
+}
+
 /// A refusal, with a machine-readable reason and a message for the operator.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorReply {
     /// `token-unknown`, `token-expired`, `token-used-up`, `site-revoked`,
-    /// `node-in-other-site`, `bad-request`, `rate-limited`, `internal`.
+    /// `node-in-other-site`, `node-exists`, `name-reserved`, `proof-required`,
+    /// `proof-invalid`, `bad-request`, `rate-limited`, `internal`.
     pub error: String,
     pub message: String,
 }
@@ -144,7 +200,13 @@ pub enum Phase {
     JoinStep,
     /// The join service answered the node's join.
     Joined,
-    /// The placer put the node in its site's aggregate.
+    /// The placer put the node in its site's aggregate (its join may still
+    /// be running).
+    InZone,
+    /// `dcn join` finished every step on the node.
+    JoinFinished,
+    /// The node finished its join and the centre sees both its planes up:
+    /// its nova-compute service and its OVN chassis.
     Placed,
     /// Something failed: the detail is the reason.
     Failed,
@@ -152,7 +214,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 13] = [
         Phase::MediaInserted,
         Phase::PoweredOn,
         Phase::InstallerStarted,
@@ -162,6 +224,8 @@ impl Phase {
         Phase::JoinStarted,
         Phase::JoinStep,
         Phase::Joined,
+        Phase::InZone,
+        Phase::JoinFinished,
         Phase::Placed,
         Phase::Failed,
     ];
@@ -174,6 +238,7 @@ impl Phase {
                 | Phase::PoweredOn
                 | Phase::MediaEjected
                 | Phase::Joined
+                | Phase::InZone
                 | Phase::Placed
         )
     }
@@ -181,6 +246,12 @@ impl Phase {
     /// Nothing more is expected after it (so it never turns silent).
     pub fn is_final(self) -> bool {
         matches!(self, Phase::Placed | Phase::Failed)
+    }
+
+    /// The node reports nothing more after it: its join is done, and the
+    /// centre decides whether it is placed.
+    pub fn node_is_done(self) -> bool {
+        self.is_final() || self == Phase::JoinFinished
     }
 
     /// Its name on the wire.
@@ -195,6 +266,8 @@ impl Phase {
             Phase::JoinStarted => "join-started",
             Phase::JoinStep => "join-step",
             Phase::Joined => "joined",
+            Phase::InZone => "in-zone",
+            Phase::JoinFinished => "join-finished",
             Phase::Placed => "placed",
             Phase::Failed => "failed",
         }

@@ -57,12 +57,21 @@ pub(super) fn boot_all(
         state.repo = layers.repo.to_path_buf();
         let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
-        let (nspawn, init) = container::boot(&spec, Duration::from_secs(120))?;
-        tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
-        let h = state.host_mut(&name).expect("planned");
-        h.nspawn_pid = Some(nspawn);
-        h.init_pid = Some(init);
+        // Recorded as soon as each PID is known: a boot that fails later
+        // leaves a container `dcn lab down` knows.
+        let init = container::start(&spec, Duration::from_secs(120), |nspawn| {
+            state.host_mut(&name).expect("planned").nspawn_pid = Some(nspawn);
+            state.save(&opts.dir)
+        })?;
+        state.host_mut(&name).expect("planned").init_pid = Some(init);
         state.save(&opts.dir)?;
+        container::wait_ready(
+            &spec,
+            init,
+            container::Readiness::Running,
+            Duration::from_secs(120),
+        )?;
+        tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
     }
     Ok(())
 }

@@ -3,9 +3,10 @@
 //! machined on the host), never `--console=passive` (PID 1 blocks once its
 //! console buffer fills), enter with `nsenter -t <pid of its systemd> -a`.
 
-use crate::host::command::{Cmd, CmdOutput, Runner, SystemRunner, check_output, spawn_daemon};
+use super::nsenter::ContainerRunner;
+use crate::host::command::{Cmd, spawn_daemon};
 use crate::host::systemd::Systemd;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,9 +24,25 @@ pub struct ContainerSpec {
     pub log: PathBuf,
 }
 
-/// Boot a container and wait until its systemd reports running (or
-/// degraded). Returns (nspawn PID, container init PID).
-pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
+/// How far a container must come before it counts as up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Every unit started: systemd says running (or degraded).
+    Running,
+    /// Its systemd reached basic.target and answers: enough to enter it.
+    /// Units that wait for a link that is cut may still be starting.
+    Reachable,
+}
+
+/// Start a container: its nspawn process, then its systemd, whose PID it
+/// returns. `on_nspawn` gets nspawn's PID as soon as it runs, to record it
+/// before anything else can fail, so `dcn lab down` can stop it whatever
+/// happens next.
+pub fn start(
+    spec: &ContainerSpec,
+    timeout: Duration,
+    on_nspawn: impl FnOnce(u32) -> Result<()>,
+) -> Result<u32> {
     let mut cmd = Cmd::new(format!("booting container {}", spec.name), "systemd-nspawn")
         // /proc/sys/net writable: OVS and the metadata agent set sysctls.
         .env("SYSTEMD_NSPAWN_API_VFS_WRITABLE", "network")
@@ -53,9 +70,11 @@ pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
     }
     cmd = cmd.args(["--", "systemd.show_status=false"]);
     let nspawn = spawn_daemon(&cmd, &spec.log)?;
+    on_nspawn(nspawn)?;
     let deadline = Instant::now() + timeout;
-    let init = loop {
+    loop {
         if !alive(nspawn) {
+            reap(nspawn);
             bail!(
                 "container {} exited while booting; its console log {}:\n{}",
                 spec.name,
@@ -63,8 +82,8 @@ pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
                 log_tail(&spec.log)
             );
         }
-        if let Some(pid) = find_init(nspawn) {
-            break pid;
+        if let Some(init) = find_init(nspawn) {
+            return Ok(init);
         }
         if Instant::now() >= deadline {
             bail!(
@@ -74,13 +93,38 @@ pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
             );
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
+    }
+}
+
+/// Wait until the container's systemd is as far as `ready` asks.
+pub fn wait_ready(
+    spec: &ContainerSpec,
+    init: u32,
+    ready: Readiness,
+    timeout: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
     let inside = ContainerRunner::new(init);
     let systemd = Systemd::new(&inside).timeout(Duration::from_secs(10));
     loop {
         let state = systemd.system_state().unwrap_or_default();
-        if state == "running" || state == "degraded" {
-            break;
+        let done = match ready {
+            Readiness::Running => state == "running" || state == "degraded",
+            Readiness::Reachable => {
+                matches!(state.as_str(), "running" | "degraded" | "starting")
+                    && systemd.is_active("basic.target").unwrap_or(false)
+            }
+        };
+        if done {
+            return Ok(());
+        }
+        if !alive(init) {
+            bail!(
+                "container {} stopped while booting; its console log {}:\n{}",
+                spec.name,
+                spec.log.display(),
+                log_tail(&spec.log)
+            );
         }
         if Instant::now() >= deadline {
             bail!(
@@ -93,7 +137,6 @@ pub fn boot(spec: &ContainerSpec, timeout: Duration) -> Result<(u32, u32)> {
         }
         std::thread::sleep(Duration::from_millis(300));
     }
-    Ok((nspawn, init))
 }
 
 /// Whether a process exists and is not a zombie.
@@ -120,7 +163,7 @@ fn stat_state(stat: &str) -> Option<char> {
 
 /// The container's systemd: the descendant of the nspawn process whose
 /// command is `systemd`.
-fn find_init(nspawn: u32) -> Option<u32> {
+pub fn find_init(nspawn: u32) -> Option<u32> {
     let mut parents = vec![nspawn];
     for _ in 0..3 {
         let mut children = Vec::new();
@@ -165,6 +208,9 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
     }
     let deadline = Instant::now() + timeout;
     while alive(nspawn) && Instant::now() < deadline {
+        if let Some(init) = init {
+            end_nsenters(name, init, true);
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     if alive(nspawn) {
@@ -172,6 +218,9 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
             "container {name} did not power off within {}s; killing it",
             timeout.as_secs()
         );
+        if let Some(init) = init {
+            end_nsenters(name, init, false);
+        }
         for pid in kill_order(init, nspawn) {
             if alive(pid) {
                 let _ = nix::sys::signal::kill(
@@ -180,10 +229,7 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
                 );
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while (alive(nspawn) || init.is_some_and(alive)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_gone(&[Some(nspawn), init], TEARDOWN);
     }
     reap(nspawn);
     if alive(nspawn) {
@@ -197,6 +243,7 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
         while alive(init) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
         }
+        end_nsenters(name, init, false);
         // Still the container's systemd, not a process that took its PID.
         let comm = std::fs::read_to_string(format!("/proc/{init}/comm")).unwrap_or_default();
         if alive(init) && comm.trim() == "systemd" {
@@ -204,16 +251,53 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
                 nix::unistd::Pid::from_raw(init as i32),
                 nix::sys::signal::Signal::SIGKILL,
             );
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while alive(init) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            wait_gone(&[Some(init)], TEARDOWN);
         }
         if alive(init) {
-            bail!("container {name}: its systemd (PID {init}) is still running after SIGKILL");
+            bail!(
+                "container {name}: its systemd (PID {init}) is still running {}s after SIGKILL (a process of it stuck in the kernel: `cat /proc/{init}/task/*/stack`)",
+                TEARDOWN.as_secs()
+            );
         }
     }
     Ok(())
+}
+
+/// End the `nsenter`s of the container whose systemd is `init` (only the
+/// stopped ones when `stopped_only`). util-linux's nsenter stops itself
+/// when its child is stopped, as a container's shutdown does to every
+/// process: stopped, it never reaps that child, and the container's PID
+/// namespace (its systemd, in `zap_pid_ns_processes`) can never end.
+fn end_nsenters(name: &str, init: u32, stopped_only: bool) {
+    for pid in super::sweep::nsenters(init) {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .as_deref()
+            .and_then(stat_state);
+        if stopped_only && state != Some('T') {
+            continue;
+        }
+        tracing::debug!(
+            "container {name}: ending nsenter {pid} (state {state:?}), which would keep it from ending"
+        );
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// How long a killed container's PID namespace may take to end: its
+/// processes die only once they leave the kernel, and one that waits for
+/// the disk (a `sync` of a busy machine) takes its time.
+const TEARDOWN: Duration = Duration::from_secs(180);
+
+/// Wait until none of `pids` runs, at most `limit`.
+fn wait_gone(pids: &[Option<u32>], limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while pids.iter().flatten().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// What to SIGKILL when a container will not stop: its init first (that
@@ -259,79 +343,6 @@ fn log_tail(log: &Path) -> String {
     crate::host::command::tail_lines(&text, 30)
 }
 
-/// The search path inside containers.
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-/// Runs commands inside a container through `nsenter`, with a clean
-/// environment.
-pub struct ContainerRunner {
-    init_pid: u32,
-    inner: SystemRunner,
-}
-
-impl ContainerRunner {
-    pub fn new(init_pid: u32) -> ContainerRunner {
-        ContainerRunner {
-            init_pid,
-            inner: SystemRunner::new(false),
-        }
-    }
-
-    /// The `nsenter` command that runs `cmd` inside.
-    pub fn wrap(&self, cmd: &Cmd) -> Cmd {
-        let mut wrapped = Cmd {
-            program: "nsenter".into(),
-            args: vec![
-                "-t".into(),
-                self.init_pid.to_string(),
-                "-a".into(),
-                "--".into(),
-                "/usr/bin/env".into(),
-                "-i".into(),
-                format!("PATH={PATH}"),
-                "HOME=/root".into(),
-                "LANG=C.UTF-8".into(),
-            ],
-            env: Vec::new(),
-            ..cmd.clone()
-        };
-        for (k, v) in &cmd.env {
-            wrapped.args.push(format!("{k}={v}"));
-        }
-        // Secrets cannot go through `env` (argv); pass them to nsenter's
-        // environment, which `env -i` would clear, so re-export them by name.
-        if !cmd.secret_env.is_empty() {
-            wrapped.secret_env = cmd.secret_env.clone();
-            wrapped.args.truncate(4);
-            wrapped.args.extend([
-                "/usr/bin/env".to_string(),
-                format!("PATH={PATH}"),
-                "HOME=/root".into(),
-                "LANG=C.UTF-8".into(),
-            ]);
-            for (k, v) in &cmd.env {
-                wrapped.args.push(format!("{k}={v}"));
-            }
-        }
-        wrapped.args.push(cmd.program.clone());
-        wrapped.args.extend(cmd.args.iter().cloned());
-        wrapped
-    }
-}
-
-impl Runner for ContainerRunner {
-    fn run(&self, cmd: &Cmd) -> Result<CmdOutput> {
-        let mut wrapped = self.wrap(cmd);
-        wrapped.check = false;
-        let out = self
-            .inner
-            .run(&wrapped)
-            .with_context(|| format!("inside the container (systemd PID {})", self.init_pid))?;
-        // Report failures with the inner command line, not nsenter's.
-        check_output(cmd, out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,18 +368,5 @@ mod tests {
         assert!(is_descendant(me, parent));
         assert!(!is_descendant(parent, me));
         assert!(!is_descendant(u32::MAX - 1, me));
-    }
-
-    #[test]
-    fn wrap_enters_all_namespaces_with_a_clean_environment() {
-        let r = ContainerRunner::new(77);
-        let w = r.wrap(&Cmd::new("x", "ip").arg("link").env("FOO", "bar"));
-        let line = w.command_line();
-        assert!(
-            line.starts_with("nsenter -t 77 -a -- /usr/bin/env -i PATH="),
-            "{line}"
-        );
-        assert!(line.ends_with("FOO=bar ip link"), "{line}");
-        assert!(w.env.is_empty());
     }
 }

@@ -1,7 +1,7 @@
 //! Joining the lab's container edge sites: a bundle per site exported on
 //! the control plane, `dcn join` on every edge at once.
 
-use super::container::ContainerRunner;
+use super::nsenter::ContainerRunner;
 use super::state::LabState;
 use super::{EdgeJoin, REPO_MOUNT};
 use crate::host::command::{Cmd, Runner};

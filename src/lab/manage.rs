@@ -1,7 +1,8 @@
 //! Managing a lab that is up: `dcn lab down|status|exec|restart|link`.
 
 use super::boot::container_spec;
-use super::container::{self, ContainerRunner};
+use super::container;
+use super::nsenter::ContainerRunner;
 use super::state::{LabState, VmState};
 use super::{net, require_root, rootfs};
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
@@ -10,43 +11,104 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Power a lab host off and boot it again (its disk is kept). Returns the
-/// seconds until its systemd reported running.
-pub fn restart(dir: &Path, host: &str) -> Result<f64> {
+/// How a restarted host came back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restarted {
+    /// Seconds until it was up (running; or only reachable, below).
+    pub seconds: f64,
+    /// Its link to the router was cut: it is up to the point where it can
+    /// be entered, while units that need the control plane wait for the
+    /// link (nova-compute, say).
+    pub link_down: bool,
+}
+
+/// Power a lab host off and boot it again (its disk is kept), whatever the
+/// state of its link. The new container is recorded as soon as it runs,
+/// before anything that needs the network.
+pub fn restart(dir: &Path, host: &str) -> Result<Restarted> {
     require_root()?;
     let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?.clone();
     if let Some(nspawn) = h.nspawn_pid {
         container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
     }
+    // A container of this host the lab did not record (a failed restart of
+    // an older dcn) holds its root filesystem busy: stop it too.
+    for found in super::sweep::containers(dir)? {
+        if found.machine == h.name && Some(found.nspawn) != h.nspawn_pid {
+            tracing::warn!(
+                "stopping a container of {} the lab had not recorded (nspawn PID {})",
+                h.name,
+                found.nspawn
+            );
+            container::stop(&h.name, found.nspawn, found.init, Duration::from_secs(60))?;
+        }
+    }
+    {
+        let hm = state.host_mut(host).expect("exists");
+        hm.nspawn_pid = None;
+        hm.init_pid = None;
+    }
+    state.save(dir)?;
     let spec = container_spec(dir, &state, &h)?;
     let t = Instant::now();
-    let (nspawn, init) = container::boot(&spec, Duration::from_secs(180))?;
-    let booted = t.elapsed().as_secs_f64();
-    let hm = state.host_mut(host).expect("exists");
-    hm.nspawn_pid = Some(nspawn);
-    hm.init_pid = Some(init);
+    let init = container::start(&spec, Duration::from_secs(120), |nspawn| {
+        state.host_mut(host).expect("exists").nspawn_pid = Some(nspawn);
+        state.save(dir)
+    })?;
+    state.host_mut(host).expect("exists").init_pid = Some(init);
     state.save(dir)?;
-    Ok(booted)
+    let link_down = !link_is_up(&h.router_link);
+    let ready = if link_down {
+        container::Readiness::Reachable
+    } else {
+        container::Readiness::Running
+    };
+    container::wait_ready(&spec, init, ready, Duration::from_secs(180))?;
+    Ok(Restarted {
+        seconds: t.elapsed().as_secs_f64(),
+        link_down,
+    })
 }
 
 /// Remove everything the lab in `dir` created: containers (stopping a BMC
 /// container is a power cut for its VMs, whose disks live in its writable
 /// layer), mounts, namespaces (and their veths), the containers' writable
-/// layers, and the bare-metal site's inventory. The download cache and
-/// `DIR/report.json` and `DIR/logs` (serial logs included) stay.
-pub fn down(dir: &Path) -> Result<()> {
+/// layers, and the bare-metal site's inventory. What it recorded goes
+/// first; then what is there by what it is (containers whose root is under
+/// `DIR/hosts/`, mounts under `DIR`, the lab's namespaces), each named in a
+/// warning as something the lab had not recorded. The download cache and
+/// `DIR/report.json` and `DIR/logs` (serial logs included) stay. Returns
+/// what it found that it had not recorded.
+pub fn down(dir: &Path) -> Result<Vec<String>> {
     require_root()?;
     let runner = SystemRunner::new(false);
     let Some(state) = LabState::load(dir)? else {
         tracing::info!("no lab in {}", dir.display());
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut problems = Vec::new();
+    let mut unexpected = Vec::new();
     for h in state.hosts.iter().rev() {
         if let Some(nspawn) = h.nspawn_pid
             && let Err(e) = container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(60))
         {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for found in super::sweep::containers(dir)? {
+        let what = format!(
+            "container {} (nspawn PID {}), not recorded by the lab",
+            found.machine, found.nspawn
+        );
+        tracing::warn!("stopping {what}");
+        unexpected.push(what);
+        if let Err(e) = container::stop(
+            &found.machine,
+            found.nspawn,
+            found.init,
+            Duration::from_secs(60),
+        ) {
             problems.push(format!("{e:#}"));
         }
     }
@@ -55,8 +117,24 @@ pub fn down(dir: &Path) -> Result<()> {
             problems.push(format!("{e:#}"));
         }
     }
+    for m in super::sweep::mounts(dir)? {
+        let what = format!("mount {}, not recorded by the lab", m.display());
+        tracing::warn!("unmounting {what}");
+        unexpected.push(what);
+        if let Err(e) = rootfs::unmount(&runner, &m) {
+            problems.push(format!("{e:#}"));
+        }
+    }
     for ns in state.namespaces.iter().rev() {
         if let Err(e) = net::delete_netns(&runner, ns) {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    for ns in net::lab_namespaces_in(Path::new("/run/netns")) {
+        let what = format!("network namespace {ns}, not recorded by the lab");
+        tracing::warn!("deleting {what}");
+        unexpected.push(what);
+        if let Err(e) = net::delete_netns(&runner, &ns) {
             problems.push(format!("{e:#}"));
         }
     }
@@ -72,7 +150,7 @@ pub fn down(dir: &Path) -> Result<()> {
     }
     super::bare_metal::remove_host_files(dir)?;
     std::fs::remove_file(LabState::path(dir))?;
-    Ok(())
+    Ok(unexpected)
 }
 
 /// Each host (name, role, address, running or not, its link) and each

@@ -16,13 +16,16 @@ mod layer;
 mod manage;
 mod memory;
 mod net;
+mod nsenter;
 mod repo;
 mod report;
 pub(crate) mod rootfs;
 mod state;
+mod sweep;
+pub mod tempest;
 
-pub use container::ContainerRunner;
-pub use manage::{HostStatus, LabStatus, VmStatus, down, exec, link, restart, status};
+pub use manage::{HostStatus, LabStatus, Restarted, VmStatus, down, exec, link, restart, status};
+pub use nsenter::ContainerRunner;
 pub use report::{EdgeJoin, PhaseTime, Report};
 pub use state::{HostState, LabState, VmKind, VmState};
 
@@ -103,7 +106,9 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         started: Instant::now(),
     };
     let recipes = crate::recipes::Recipes::embedded()?;
-    let packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
+    let mut packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
+    // `dcn lab tempest` installs OpenStack's test suite in cp from here.
+    packages.extend(tempest::PACKAGES.iter().map(|p| p.to_string()));
 
     timer.phase("host tools", || {
         install_host_tools(&runner, bm_site.is_some())

@@ -110,6 +110,21 @@ pub fn grant(cloud: &Cloud, project_id: &str, user_id: &str, role_id: &str) -> R
     Ok(())
 }
 
+/// Take `role` on a project away from a user, if it has it.
+pub fn revoke(cloud: &Cloud, project_id: &str, user_id: &str, role_id: &str) -> Result<()> {
+    let path = format!("/projects/{project_id}/users/{user_id}/roles/{role_id}");
+    match cloud.request(Method::DELETE, "identity", &path, None) {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.downcast_ref::<super::ApiError>()
+                .is_some_and(|a| a.status == 404) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// A catalog service; returns its id.
 pub fn ensure_service(cloud: &Cloud, name: &str, kind: &str) -> Result<String> {
     let v = cloud.get("identity", &format!("/services?type={kind}"))?;

@@ -90,6 +90,18 @@ impl Recipes {
                 );
             }
         }
+        for s in self.services.values() {
+            for c in &s.setup {
+                let ways = [c.check.is_some(), c.check_sql.is_some(), c.rerun];
+                if ways.iter().filter(|w| **w).count() != 1 {
+                    bail!(
+                        "setup command {} of {} needs exactly one of `check` (a read-only command whose success means its effect is there), `checkSql` (a query that returns a row when it is) and `rerun: true` (cheap and idempotent, run every time): a re-run must not take the journal's word for what another program stored",
+                        c.name,
+                        s.service
+                    );
+                }
+            }
+        }
         exports::check_unique(self)?;
         site_credentials::check(self)?;
         for role in self.roles.values() {

@@ -301,6 +301,22 @@ pub struct SetupCommand {
     /// Run after the service's units are started (default: before).
     #[serde(default)]
     pub after_start: bool,
+    /// A read-only command (argv, templated; run as root) whose success
+    /// means the command's effect is there: a run that finds it (and last
+    /// ran the same command) skips the command. A power cut can lose what
+    /// another daemon had not written back, so the journal alone never
+    /// decides.
+    #[serde(default)]
+    pub check: Option<Vec<String>>,
+    /// The same as a query to MariaDB (as root): the effect is there when
+    /// it returns a row.
+    #[serde(default)]
+    pub check_sql: Option<String>,
+    /// The command is cheap and idempotent, and runs on every run instead
+    /// of being checked. Every command has exactly one of `check`,
+    /// `checkSql` and `rerun`.
+    #[serde(default)]
+    pub rerun: bool,
 }
 
 fn one() -> u32 {

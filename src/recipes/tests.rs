@@ -335,6 +335,12 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
 #[derive(Debug, Default)]
 struct RecordingAccounts(std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>);
 
+impl crate::sites::reserved::ComputeHosts for RecordingAccounts {
+    fn is_compute_host(&self, _: &str) -> Result<bool> {
+        Ok(false)
+    }
+}
+
 impl crate::sites::accounts::NodeAccounts for RecordingAccounts {
     fn ensure(
         &self,

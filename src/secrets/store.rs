@@ -18,7 +18,7 @@ pub struct PasswordStore {
 impl PasswordStore {
     /// Read the store; a missing file is an empty store.
     pub fn load(files: &Files) -> Result<PasswordStore> {
-        let Some(text) = files.read_string(PASSWORDS_FILE)? else {
+        let Some(text) = files.read_secret(PASSWORDS_FILE)? else {
             return Ok(PasswordStore::default());
         };
         let map: BTreeMap<String, String> = crate::yaml::from_str(&text)
@@ -64,5 +64,34 @@ impl PasswordStore {
             serde_yaml::to_string(&map).expect("a map of strings serialises")
         );
         files.write(PASSWORDS_FILE, text.as_bytes(), &FileSpec::secret())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The passwords are dcn's own secret: a store others may read is
+    /// refused with the way out, not used.
+    #[test]
+    fn a_store_others_may_read_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let files = Files::new(root.path(), false);
+        let mut store = PasswordStore::load(&files).unwrap();
+        store.ensure(["keystone"]);
+        store.save(&files).unwrap();
+        let kept = PasswordStore::load(&files).unwrap();
+        assert_eq!(
+            kept.get("keystone").unwrap(),
+            store.get("keystone").unwrap()
+        );
+        let hp = files.host_path(PASSWORDS_FILE).unwrap();
+        std::fs::set_permissions(&hp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let Err(e) = PasswordStore::load(&files) else {
+            panic!("a 0644 store was used");
+        };
+        let e = format!("{e:#}");
+        assert!(e.contains(&format!("`chmod 600 {}`", hp.display())), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! async reactor): check the token, sign the node's CSR, record the node,
 //! give it accounts of its own; report a node's state.
 
+use super::challenge::Challenges;
 use crate::bundle::JoinToken;
 use crate::host::Host;
 use crate::join::protocol::{ErrorReply, JoinReply, JoinRequest, NodeStatus};
@@ -97,6 +98,7 @@ pub(super) fn valid_token(
 pub fn join(
     host: &Host,
     accounts: &dyn NodeAccounts,
+    challenges: &Challenges,
     req: &JoinRequest,
 ) -> Result<JoinReply, Refusal> {
     let token: JoinToken = req.token.parse().map_err(|e| {
@@ -106,7 +108,7 @@ pub fn join(
             format!("the join token is malformed ({e}); export a fresh bundle"),
         )
     })?;
-    let hostname: crate::config::types::Hostname = req
+    let hostname: crate::config::types::NodeName = req
         .hostname
         .parse()
         .map_err(|e| refuse(400, "bad-request", e))?;
@@ -164,6 +166,43 @@ pub fn join(
                 format!(
                     "the join token was used {} time(s), its maximum; run `dcn bundle export --site {}` for another",
                     record.uses, site.name
+                ),
+            ));
+        }
+        None => {}
+    }
+    // Not the control plane's name, nor a compute host of anything else.
+    if let Some(why) =
+        crate::sites::reserved::refusal(&host.files, accounts, &site.name, hostname.as_str())
+            .map_err(internal)?
+    {
+        return Err(refuse(403, "name-reserved", why));
+    }
+    // Whoever sends a proof must hold the CSR's key now; a host that joined
+    // before must send one (its CSR alone may have been seen by anyone).
+    match &req.proof {
+        Some(_) if !issued.p256 => {
+            return Err(refuse(
+                400,
+                "proof-invalid",
+                "the CSR's key is not an ECDSA P-256 key, which dcn join makes",
+            ));
+        }
+        Some(proof) => challenges
+            .accept(proof, hostname.as_str(), &token.id, &issued.public_key, now)
+            .map_err(|e| {
+                refuse(
+                    401,
+                    "proof-invalid",
+                    format!("the proof of the node key: {e}"),
+                )
+            })?,
+        None if existing.is_some() => {
+            return Err(refuse(
+                401,
+                "proof-required",
+                format!(
+                    "host {hostname} joined before: joining again needs a proof that this host holds its key now (a signed challenge), which this host's dcn does not send; run the control plane's dcn on the host"
                 ),
             ));
         }

@@ -6,6 +6,7 @@
 //! aggregate.
 
 mod backoff;
+mod challenge;
 mod config;
 mod gate;
 mod handlers;
@@ -14,11 +15,13 @@ mod placer;
 mod progress;
 mod ratelimit;
 mod router;
+pub mod routes;
 
 use crate::host::Host;
 use crate::join::protocol::{ErrorReply, JoinRequest};
 use crate::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use anyhow::{Context, Result};
+pub use challenge::Challenges;
 use router::handle;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -59,6 +62,7 @@ impl Default for Limits {
 struct State {
     host: Host,
     accounts: Arc<dyn NodeAccounts>,
+    challenges: Challenges,
     limiter: ratelimit::RateLimiter,
 }
 
@@ -105,6 +109,9 @@ pub fn serve_with(
             if let Err(e) = placer::place_pending(&placer_host) {
                 tracing::warn!("placing joined hosts: {e:#}");
             }
+            if let Err(e) = placer::record_placed(&placer_host) {
+                tracing::warn!("recording finished hosts as placed: {e:#}");
+            }
             match crate::ovn::mirror_chassis_options(placer_host.runner.as_ref()) {
                 Ok(updated) if !updated.is_empty() => {
                     tracing::info!("chassis options shown to neutron: {}", updated.join(", "))
@@ -119,6 +126,7 @@ pub fn serve_with(
     let state = Arc::new(State {
         host,
         accounts,
+        challenges: Challenges::new(),
         limiter: ratelimit::RateLimiter::default(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -145,7 +153,7 @@ fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
         .context("the join certificate is missing; run `dcn standalone init --phase secrets`")?;
     let key = host
         .files
-        .read_string(&crate::paths::leaf_key("join"))?
+        .read_secret(&crate::paths::leaf_key("join"))?
         .context("the join key is missing; run `dcn standalone init --phase secrets`")?;
     crate::tls::server_config(&cert, &key, "the join service")
 }
@@ -171,7 +179,12 @@ pub fn answer_progress(host: &Host, bearer: Option<&str>, body: &[u8]) -> JoinAn
 /// Answer a `POST /v2/join` body (blocking: it signs, writes the registry
 /// and makes accounts). Any bytes may arrive; this is the entry point of
 /// the join-service fuzz target.
-pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> JoinAnswer {
+pub fn answer_join(
+    host: &Host,
+    accounts: &dyn NodeAccounts,
+    challenges: &Challenges,
+    body: &[u8],
+) -> JoinAnswer {
     let refusal = |status: u16, message: String| JoinAnswer {
         status,
         body: serde_json::to_value(ErrorReply {
@@ -198,7 +211,7 @@ pub fn answer_join(host: &Host, accounts: &dyn NodeAccounts, body: &[u8]) -> Joi
         shown(&join.hostname),
         shown(&token_id)
     );
-    let (status, body, outcome) = match handlers::join(host, accounts, &join) {
+    let (status, body, outcome) = match handlers::join(host, accounts, challenges, &join) {
         Ok(reply) => (
             200,
             serde_json::to_value(&reply),

@@ -4,7 +4,12 @@
 //! - once the host joined (it has a node record), only its own node secret;
 //! - before, a join token this control plane issued, unexpired, of an
 //!   active site, and for at most its `maxUses` host names (a leaked
-//!   bundle cannot fill the disk with made-up nodes).
+//!   bundle cannot fill the disk with made-up nodes). A host the control
+//!   plane deployed (`dcn site deploy` recorded its BMC steps) reports to
+//!   that site only; a record only another site's token wrote is dropped
+//!   when the host's own site reports, so no token can squat a future
+//!   host's name. Any token of a site speaks for every not-yet-joined host
+//!   of that site: it could join as any of them too (docs/security.md).
 //!
 //! A refusal writes nothing. What is kept is bounded and made safe to print
 //! by [`crate::sites::progress`].
@@ -24,7 +29,7 @@ pub fn record(
     report: &ProgressReport,
     now: SystemTime,
 ) -> Result<ProgressAck, Refusal> {
-    let hostname: crate::config::types::Hostname = report
+    let hostname: crate::config::types::NodeName = report
         .hostname
         .parse()
         .map_err(|e| refuse(400, "bad-request", e))?;
@@ -103,6 +108,19 @@ fn writable(
     })?;
     let (token, site) = valid_token(registry, &token, now)?;
     let mut progress = match existing {
+        // Reports another site's token made, before any join: a token of
+        // one site cannot keep another site's future host from reporting
+        // (the record starts afresh for this site, as a join would).
+        Some(p) if p.site != site.name && !p.history.iter().any(|e| e.phase.by_centre()) => {
+            tracing::warn!(
+                "host {hostname}: reports of site {} dropped, site {} reports for it now",
+                p.site,
+                site.name
+            );
+            ProgressRecord::new(hostname, &site.name)
+        }
+        // What the control plane itself recorded (a site deploy) says
+        // where the host belongs.
         Some(p) if p.site != site.name => {
             return Err(refuse(
                 409,

@@ -1,14 +1,12 @@
 //! One HTTPS request of the join service: rate-limited, routed by method and
-//! path to its handler, its body read within limits, its outcome logged.
+//! path ([`super::routes`]) to its handler, its body read within limits, its outcome logged.
 
+use super::routes::Route;
 use super::{State, answer_join, config, handlers, progress, shown};
-use crate::join::protocol::{
-    CONFIG_MAX_BODY, CONFIG_SUFFIX, ErrorReply, HEALTH_PATH, Health, JOIN_PATH, NODES_PATH,
-    OLD_JOIN_PATH, PROGRESS_MAX_BODY, PROGRESS_PATH,
-};
+use crate::join::protocol::{CONFIG_MAX_BODY, ErrorReply, Health, PROGRESS_MAX_BODY};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::{Method, Request, Response};
+use hyper::{Request, Response};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -99,9 +97,10 @@ async fn route(
             String::new(),
         );
     }
-    let path = req.uri().path().to_string();
-    match (req.method().clone(), path.as_str()) {
-        (Method::GET, HEALTH_PATH) => (
+    let route = Route::resolve(req.method().as_str(), req.uri().path());
+    let config_report = matches!(route, Route::ReportConfig(_));
+    match route {
+        Route::Health => (
             json(
                 200,
                 &Health {
@@ -110,14 +109,18 @@ async fn route(
             ),
             String::new(),
         ),
-        (Method::POST, JOIN_PATH) => {
+        Route::JoinChallenge => (
+            json(200, &state.challenges.issue(SystemTime::now())),
+            String::new(),
+        ),
+        Route::Join => {
             let body = match read_body(req, MAX_BODY, body_time).await {
                 Ok(b) => b,
                 Err(refusal) => return (refusal, String::new()),
             };
             let st = state.clone();
             match tokio::task::spawn_blocking(move || {
-                answer_join(&st.host, st.accounts.as_ref(), &body)
+                answer_join(&st.host, st.accounts.as_ref(), &st.challenges, &body)
             })
             .await
             {
@@ -127,7 +130,7 @@ async fn route(
         }
         // Refused before the body is read: nothing is provisioned for a
         // host that could not use what it gets.
-        (Method::POST, OLD_JOIN_PATH) => (
+        Route::OldJoin => (
             error(
                 410,
                 "protocol-too-old",
@@ -138,7 +141,7 @@ async fn route(
             ),
             String::new(),
         ),
-        (Method::POST, PROGRESS_PATH) => {
+        Route::Progress => {
             let bearer = bearer(&req);
             let body = match read_body(req, PROGRESS_MAX_BODY, body_time).await {
                 Ok(b) => b,
@@ -154,21 +157,10 @@ async fn route(
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }
-        (method, p)
-            if p.starts_with(NODES_PATH)
-                && p.ends_with(CONFIG_SUFFIX)
-                && (method == Method::GET || method == Method::POST) =>
-        {
-            let hostname = p[NODES_PATH.len()..p.len() - CONFIG_SUFFIX.len()].to_string();
-            let shown_host = shown(&hostname);
-            if hostname.parse::<crate::config::types::Hostname>().is_err() {
-                return (
-                    error(404, "bad-request", "not a host name"),
-                    format!("(node {shown_host} config)"),
-                );
-            }
+        Route::FetchConfig(hostname) | Route::ReportConfig(hostname) => {
+            let shown_host = shown(hostname.as_str());
             let bearer = bearer(&req);
-            let body = if method == Method::POST {
+            let body = if config_report {
                 match read_body(req, CONFIG_MAX_BODY, body_time).await {
                     Ok(b) => Some(b),
                     Err(refusal) => return (refusal, String::new()),
@@ -178,9 +170,9 @@ async fn route(
             };
             let st = state.clone();
             let answer = tokio::task::spawn_blocking(move || match body {
-                None => config::fetch(&st.host, &hostname, bearer.as_deref())
+                None => config::fetch(&st.host, hostname.as_str(), bearer.as_deref())
                     .map(|reply| json(200, &reply)),
-                Some(body) => config::report(&st.host, &hostname, bearer.as_deref(), &body)
+                Some(body) => config::report(&st.host, hostname.as_str(), bearer.as_deref(), &body)
                     .map(|()| json(200, &serde_json::json!({}))),
             })
             .await;
@@ -193,20 +185,12 @@ async fn route(
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }
-        (Method::GET, p) if p.starts_with(NODES_PATH) => {
-            let hostname = p[NODES_PATH.len()..].to_string();
-            let shown_host = shown(&hostname);
-            if hostname.parse::<crate::config::types::Hostname>().is_err() {
-                return (
-                    error(404, "bad-request", "not a host name"),
-                    format!("(node {shown_host})"),
-                );
-            }
+        Route::NodeStatus(hostname) => {
+            let shown_host = shown(hostname.as_str());
             let bearer = bearer(&req);
             let st = state.clone();
-            let h = hostname.clone();
             match tokio::task::spawn_blocking(move || {
-                handlers::node_status(&st.host, &h, bearer.as_deref())
+                handlers::node_status(&st.host, hostname.as_str(), bearer.as_deref())
             })
             .await
             {
@@ -218,6 +202,10 @@ async fn route(
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }
-        _ => (error(404, "bad-request", "no such endpoint"), String::new()),
+        Route::NotAHostName(name) => (
+            error(404, "bad-request", "not a host name"),
+            format!("(node {})", shown(&name)),
+        ),
+        Route::NotFound => (error(404, "bad-request", "no such endpoint"), String::new()),
     }
 }

@@ -125,7 +125,7 @@ pub fn control_plane_tls(files: &Files) -> Result<rustls::ServerConfig> {
         .read_string(&crate::paths::leaf_cert("join"))?
         .context("the join certificate is missing; is this the control plane?")?;
     let key = files
-        .read_string(&crate::paths::leaf_key("join"))?
+        .read_secret(&crate::paths::leaf_key("join"))?
         .context("the join key is missing; is this the control plane?")?;
     crate::tls::server_config(&cert, &key, "the media server")
 }

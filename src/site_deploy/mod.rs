@@ -47,6 +47,20 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
         .context("`dcn site deploy` runs on the control plane: run `dcn standalone init` first")?;
     let site = inventory.site.clone();
     let targets = targets(&inventory, &opts.nodes)?;
+    // Before any BMC is touched: no node may take the control plane's
+    // name or another compute host's.
+    let cloud = crate::sites::accounts::ControlPlaneAccounts { host: host.clone() };
+    for t in &targets {
+        if let Some(why) =
+            crate::sites::reserved::refusal(&host.files, &cloud, site.as_str(), t.hostname())?
+        {
+            bail!(
+                "{}: node {}: {why}; nothing was deployed",
+                opts.inventory.display(),
+                t.hostname()
+            );
+        }
+    }
 
     let mut starts = Vec::new();
     // Nodes that may still read their ISO: booting now, or in an install

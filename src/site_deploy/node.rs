@@ -11,7 +11,7 @@ mod follow;
 
 use super::plan::Start;
 use super::watch;
-use crate::bmc::{ClientOptions, DiskBoot};
+use crate::bmc::{ClientOptions, Deadline, DiskBoot};
 use crate::config::NodeConfig;
 use crate::host::Files;
 use anyhow::Result;
@@ -52,13 +52,17 @@ pub struct Run<'a> {
     pub limits: Limits,
 }
 
-/// How long each stretch may take (software emulation is slow: the
-/// defaults leave room for it).
+/// How long each phase may take (software emulation is slow: the
+/// defaults leave room for it). Each is a deadline for everything in the
+/// phase, the BMC's answers included: a BMC that answers slowly cannot
+/// stretch it.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// From power-on until the installer reports the disk written.
+    /// From the first request to the node's BMC (or, on a re-run, from
+    /// following the install) until the installer reports the disk written.
     pub install: Duration,
-    /// From the disk written until the node is placed.
+    /// From the disk written until the node is placed: leaving the
+    /// installer for the disk, then the join.
     pub join: Duration,
     /// How often the centre's records are read.
     pub poll: Duration,
@@ -101,6 +105,7 @@ pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
             phase,
             error,
             recorded,
+            ..
         }) => {
             let reason = format!("{error:#}");
             say(&format!("FAILED in {phase}: {reason}"));
@@ -127,6 +132,8 @@ struct Failure {
     error: anyhow::Error,
     /// Already recorded at the centre (the node reported it).
     recorded: bool,
+    /// Silent since the deploy powered it on: the node never spoke.
+    unheard: bool,
 }
 
 fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
@@ -134,6 +141,7 @@ fn at(phase: &str) -> impl FnOnce(anyhow::Error) -> Failure + '_ {
         phase: phase.to_string(),
         error,
         recorded: false,
+        unheard: false,
     }
 }
 
@@ -150,42 +158,98 @@ fn drive(
 ) -> Result<Outcome, Failure> {
     let mut timed =
         |name: &str, t: Instant| stretches.push((name.into(), t.elapsed().as_secs_f64()));
-    match start {
+    let join = match start {
         Start::Placed => {
             say("already placed; left alone");
             return Ok(Outcome::AlreadyPlaced);
         }
-        Start::Boot => {
-            let t = Instant::now();
-            let media = media_for(ctx, node).map_err(at("media"))?;
-            timed("media", t);
-            let t = Instant::now();
-            let url = format!("{}/{}", ctx.media_url, media);
-            boot(ctx, node, &url).map_err(at("powered-on"))?;
-            timed("bmc", t);
-            install_then_boot_disk(ctx, node, &mut timed)?;
-        }
+        Start::Boot => from_iso(ctx, node, UNHEARD_RETRIES, &mut timed)?,
         Start::Reset => {
             // The installed system is on the disk: a restart from the disk
             // makes its first-boot join run again.
-            let t = Instant::now();
-            to_disk(ctx, node, DiskBoot::Restart).map_err(at("powered-on"))?;
-            timed("bmc", t);
+            let mut left = UNHEARD_RETRIES;
+            loop {
+                let t = Instant::now();
+                let join = ctx.limits.join_deadline();
+                to_disk(ctx, node, DiskBoot::Restart, &join).map_err(at("powered-on"))?;
+                timed("bmc", t);
+                let t = Instant::now();
+                match wait(ctx, node, "the node to be placed", &join, |s| s.placed) {
+                    Err(f) if f.unheard && left > 0 => {
+                        left -= 1;
+                        say(UNHEARD_RETRY);
+                    }
+                    done => {
+                        done?;
+                        timed("join", t);
+                        return placed(ctx, node);
+                    }
+                }
+            }
         }
         Start::Follow => {
             say("already under way; following it");
             let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
-            if !seen.booted {
-                install_then_boot_disk(ctx, node, &mut timed)?;
+            if seen.booted {
+                ctx.limits.join_deadline()
+            } else {
+                let install = ctx.limits.install_deadline();
+                match install_then_boot_disk(ctx, node, &install, &mut timed) {
+                    Err(f) if f.unheard && UNHEARD_RETRIES > 0 => {
+                        say(UNHEARD_RETRY);
+                        from_iso(ctx, node, UNHEARD_RETRIES - 1, &mut timed)?
+                    }
+                    join => join?,
+                }
             }
         }
-    }
+    };
     let t = Instant::now();
-    wait(ctx, node, "the node to be placed", ctx.limits.join, |s| {
-        s.placed
-    })?;
+    wait(ctx, node, "the node to be placed", &join, |s| s.placed)?;
     timed("join", t);
-    // Placed: its ISO (which holds a token) is no longer needed.
+    placed(ctx, node)
+}
+
+/// How many more times a node that said nothing after the deploy powered
+/// it on is powered on again before it is failed. Real hardware
+/// sometimes hangs in its firmware or early kernel on one boot and not the
+/// next (the lab's emulated nodes do too); nobody is at the site to press
+/// the button.
+const UNHEARD_RETRIES: u32 = 1;
+const UNHEARD_RETRY: &str =
+    "silent since it was powered on (a boot that hung?): powering it on again once";
+
+/// Boot the node's ISO through its BMC and follow the install until the
+/// node boots its disk; a node that never speaks after power-on gets
+/// `retries` more boots. Returns the join phase's deadline.
+fn from_iso(
+    ctx: &Run,
+    node: &NodeTarget,
+    retries: u32,
+    timed: &mut impl FnMut(&str, Instant),
+) -> Result<Deadline, Failure> {
+    let mut left = retries;
+    loop {
+        let t = Instant::now();
+        let media = media_for(ctx, node).map_err(at("media"))?;
+        timed("media", t);
+        let t = Instant::now();
+        let url = format!("{}/{}", ctx.media_url, media);
+        let install = ctx.limits.install_deadline();
+        boot(ctx, node, &url, &install).map_err(at("powered-on"))?;
+        timed("bmc", t);
+        match install_then_boot_disk(ctx, node, &install, timed) {
+            Err(f) if f.unheard && left > 0 => {
+                left -= 1;
+                say(UNHEARD_RETRY);
+            }
+            join => return join,
+        }
+    }
+}
+
+/// The node is placed: its ISO (which holds a token) is no longer needed.
+fn placed(ctx: &Run, node: &NodeTarget) -> Result<Outcome, Failure> {
     let dir = ctx
         .files
         .host_path(&super::media::media_dir(ctx.site))
@@ -211,24 +275,33 @@ fn media_for(ctx: &Run, node: &NodeTarget) -> Result<String> {
     Ok(media.file_name)
 }
 
-/// Wait for the installer to write the disk, then for the node to leave
-/// the installer, and boot it from the disk.
+/// Wait for the installer to write the disk (by `install`), then for the
+/// node to leave the installer, and boot it from the disk; returns the
+/// join phase's deadline, which starts with the disk written.
 fn install_then_boot_disk(
     ctx: &Run,
     node: &NodeTarget,
+    install: &Deadline,
     timed: &mut impl FnMut(&str, Instant),
-) -> Result<(), Failure> {
+) -> Result<Deadline, Failure> {
     let t = Instant::now();
-    wait(
-        ctx,
-        node,
-        "the disk to be written",
-        ctx.limits.install,
-        |s| s.on_disk,
-    )?;
+    wait(ctx, node, "the disk to be written", install, |s| s.on_disk)?;
     timed("install", t);
     let t = Instant::now();
-    leave_installer(ctx, node)?;
+    let join = ctx.limits.join_deadline();
+    leave_installer(ctx, node, &join)?;
     timed("to-disk", t);
-    Ok(())
+    Ok(join)
+}
+
+impl Limits {
+    /// The install phase's deadline, from now.
+    pub fn install_deadline(&self) -> Deadline {
+        Deadline::after(self.install, "the install phase").set_by("--install-timeout")
+    }
+
+    /// The join phase's deadline, from now.
+    pub fn join_deadline(&self) -> Deadline {
+        Deadline::after(self.join, "the join phase").set_by("--join-timeout")
+    }
 }

@@ -49,6 +49,7 @@ mod tests {
             failed: None,
             retrying: false,
             silent: false,
+            unheard: false,
             quiet_seconds: 0,
         }
     }

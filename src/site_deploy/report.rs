@@ -2,6 +2,7 @@
 //! progress went to stderr as it happened) or the same as JSON.
 
 use super::node::{NodeRun, Outcome};
+use crate::terminal_text::{Column, Table};
 use serde::Serialize;
 
 /// The whole run.
@@ -25,13 +26,16 @@ impl DeployReport {
             .all(|n| !matches!(n.outcome, Outcome::Failed { .. }))
     }
 
+    /// One row per node; the reasons come from BMCs and nodes, so each
+    /// cell is bounded (`dcn site status` and the progress lines have the
+    /// whole reason).
     pub fn table(&self) -> String {
-        let mut rows = vec![[
-            "NODE".to_string(),
-            "RESULT".into(),
-            "TIME".into(),
-            "STRETCHES".into(),
-        ]];
+        let mut t = Table::new(&[
+            Column::new("NODE", 64),
+            Column::new("RESULT", 160),
+            Column::new("TIME", 12),
+            Column::new("STRETCHES", 200),
+        ]);
         for n in &self.nodes {
             let result = match &n.outcome {
                 Outcome::AlreadyPlaced => "placed before".to_string(),
@@ -46,28 +50,18 @@ impl DeployReport {
                 .map(|(s, t)| format!("{s} {t:.0}s"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            rows.push([
-                n.hostname.clone(),
-                result,
-                format!("{:.0}s", n.seconds),
+            t.row([
+                n.hostname.as_str(),
+                &result,
+                &format!("{:.0}s", n.seconds),
                 if stretches.is_empty() {
-                    "-".into()
+                    "-"
                 } else {
-                    stretches
+                    &stretches
                 },
             ]);
         }
-        let widths: Vec<usize> = (0..3)
-            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-            .collect();
-        let mut out = String::new();
-        for r in &rows {
-            for (c, w) in widths.iter().enumerate() {
-                out.push_str(&format!("{:<w$}  ", r[c], w = *w));
-            }
-            out.push_str(&r[3]);
-            out.push('\n');
-        }
+        let mut out = t.render();
         let placed = self
             .nodes
             .iter()
@@ -138,5 +132,45 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["nodes"][1]["result"], "failed");
         assert_eq!(json["nodes"][1]["phase"], "powered-on");
+    }
+
+    #[test]
+    fn a_huge_reason_gives_a_bounded_row_not_a_panic() {
+        // A BMC's 100 KB error message (the width once went into a format
+        // width, which panics above 65,535), with escapes and multi-byte text.
+        for reason in [
+            "x".repeat(100 * 1024),
+            format!("Système\u{1b}[2J{}", "✓".repeat(100 * 1024)),
+        ] {
+            let report = DeployReport {
+                site: "edge1".into(),
+                bundle_exported: false,
+                media_url: None,
+                nodes: vec![NodeRun {
+                    hostname: "n1".into(),
+                    outcome: Outcome::Failed {
+                        phase: "powered-on".into(),
+                        reason: reason.clone(),
+                    },
+                    stretches: vec![],
+                    seconds: 1.0,
+                }],
+                seconds: 1.0,
+            };
+            let t = report.table();
+            assert!(
+                t.lines()
+                    .all(|l| l.chars().count() <= 64 + 160 + 12 + 200 + 6),
+                "{t}"
+            );
+            let row = t.lines().nth(1).unwrap();
+            assert!(row.starts_with("n1    FAILED in powered-on: "), "{row}");
+            assert!(row.contains("…  1s"), "{row}");
+            assert!(!t.contains('\u{1b}'), "{t}");
+            assert!(t.contains("0 of 1 node(s) placed"), "{t}");
+            // The JSON report keeps the whole reason.
+            let json = serde_json::to_value(&report).unwrap();
+            assert_eq!(json["nodes"][0]["reason"], reason.as_str());
+        }
     }
 }

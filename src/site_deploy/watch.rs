@@ -31,6 +31,9 @@ pub struct Seen {
     pub retrying: bool,
     /// Not done, and silent past the bound.
     pub silent: bool,
+    /// Silent, and nothing came from the node since the deploy powered it
+    /// on (its boot hung, or never started).
+    pub unheard: bool,
     /// Seconds since anything was recorded.
     pub quiet_seconds: u64,
 }
@@ -51,6 +54,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             failed: None,
             retrying: false,
             silent: false,
+            unheard: false,
             quiet_seconds: 0,
         });
     };
@@ -68,7 +72,12 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             .is_some_and(|p| {
                 matches!(
                     p,
-                    Phase::FirstBoot | Phase::JoinStarted | Phase::JoinStep | Phase::Joined
+                    Phase::FirstBoot
+                        | Phase::JoinStarted
+                        | Phase::JoinStep
+                        | Phase::Joined
+                        | Phase::InZone
+                        | Phase::JoinFinished
                 )
             });
     let on_disk = rec
@@ -89,6 +98,8 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
                     | Phase::JoinStarted
                     | Phase::JoinStep
                     | Phase::Joined
+                    | Phase::InZone
+                    | Phase::JoinFinished
                     | Phase::Placed
             )
         });
@@ -105,6 +116,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
         failed,
         retrying,
         silent: rec.is_silent(now),
+        unheard: rec.is_silent(now) && current == Some(Phase::PoweredOn),
         quiet_seconds,
     })
 }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 /// Where node accounts live. The control plane's RabbitMQ and keystone in
 /// production ([`ControlPlaneAccounts`]); the join service's tests, which
 /// have neither, record the calls instead.
-pub trait NodeAccounts: Send + Sync {
+pub trait NodeAccounts: super::reserved::ComputeHosts + Send + Sync {
     /// Create the account with `password`, or give the existing one that
     /// password (the old one stops working at once).
     fn ensure(&self, hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()>;
@@ -74,6 +74,12 @@ impl ControlPlaneAccounts {
     fn cloud(&self) -> Result<crate::openstack::Cloud> {
         let config = crate::deployment::saved_config(&self.host.files)?;
         provision::admin_cloud(&self.host, config.control_plane.region.as_str())
+    }
+}
+
+impl super::reserved::ComputeHosts for ControlPlaneAccounts {
+    fn is_compute_host(&self, hostname: &str) -> Result<bool> {
+        provision::is_compute_host(&self.cloud()?, hostname)
     }
 }
 

@@ -5,7 +5,7 @@ use super::accounts::ControlPlaneAccounts;
 use super::health::{self, PlaneState};
 use super::ovn_access;
 use super::phases::{self, NodePhase};
-use super::progress::ProgressStore;
+use super::progress::{Phase, ProgressStore};
 use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
 use crate::deployment::saved_config;
@@ -134,6 +134,34 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
         .collect())
 }
 
+/// `dcn site status SITE`: every host's progress, and for each node whose
+/// join is done, what nova and OVN say of it now (a plane down is flagged,
+/// with where to look).
+pub fn site_status_with_health(host: &Host, site: &str) -> Result<phases::SiteStatus> {
+    let mut status = phases::site_status(&host.files, site, SystemTime::now())?;
+    let done = |p: &NodePhase| {
+        p.phase
+            .is_some_and(|p| matches!(p, Phase::JoinFinished | Phase::Placed))
+    };
+    if !status.nodes.iter().any(done) {
+        return Ok(status);
+    }
+    let views = list_nodes_with_health(host)?;
+    status.nodes = std::mem::take(&mut status.nodes)
+        .into_iter()
+        .map(
+            |p| match views.iter().find(|v| v.hostname() == p.hostname) {
+                Some(v) if v.joined().is_some() => p.with_planes(phases::Planes {
+                    compute: v.compute,
+                    network: v.network,
+                }),
+                _ => p,
+            },
+        )
+        .collect();
+    Ok(status)
+}
+
 /// Revoke a site: every node's RabbitMQ and keystone users go, the OVN
 /// southbound stops admitting its nodes, and its tokens and node secrets
 /// stop working; its hosts' progress records go (none can report any
@@ -204,11 +232,19 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
     dead.ovn_ca = None;
     registry.save_node(&dead)?;
     ovn_access::write_client_cas(&host.files)?;
-    ovn_access::cut_off(host.runner.as_ref(), &[hostname.to_string()])?;
     let site = registry.site(&node.site)?;
     if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
         provision::remove_from_aggregate(&cloud, aggregate, hostname)?;
     }
+    // A node an older dcn let join under the control plane's own name: its
+    // accounts, certificate and edge zone are gone; the chassis, compute
+    // service and resource provider of that name are the control plane's.
+    if super::reserved::control_plane_hostname(&host.files)?.as_deref() == Some(hostname) {
+        progress.remove(&lock, hostname)?;
+        registry.remove_node(hostname)?;
+        return Ok(Removed::Node);
+    }
+    ovn_access::cut_off(host.runner.as_ref(), &[hostname.to_string()])?;
     let services = cloud.get(
         "compute",
         &format!("/os-services?binary=nova-compute&host={hostname}"),

@@ -15,6 +15,7 @@ pub mod phases;
 pub mod progress;
 pub mod provision;
 mod registry;
+pub mod reserved;
 pub mod site_config;
 
 pub use registry::{AppliedConfig, Lock, NodeRecord, NodeState, Registry, Site, TokenRecord};

@@ -33,6 +33,10 @@ pub struct NodeCertificate {
     pub ca_pem: String,
     /// Pin of the node's key (from its CSR).
     pub key_pin: String,
+    /// The key itself (an uncompressed P-256 point when `p256`), for the
+    /// proof that the node holds it.
+    pub public_key: Vec<u8>,
+    pub p256: bool,
 }
 
 /// Sign a node's CSR with a CA made for it alone. The CSR's signature is
@@ -49,10 +53,15 @@ pub fn issue(csr_pem: &str, hostname: &str, address: IpAddr) -> Result<NodeCerti
         },
     )?;
     let key_pin = Pin::of_cert_pem(&cert_pem)?.to_string();
+    let csr = rcgen::CertificateSigningRequestParams::from_pem(csr_pem)
+        .context("reading the certificate signing request")?;
+    use rcgen::PublicKeyData;
     Ok(NodeCertificate {
         cert_pem,
         ca_pem: ca.cert_pem().to_string(),
         key_pin,
+        public_key: csr.public_key.der_bytes().to_vec(),
+        p256: csr.public_key.algorithm() == &rcgen::PKCS_ECDSA_P256_SHA256,
     })
 }
 

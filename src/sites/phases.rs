@@ -5,9 +5,11 @@
 //! shows as `silent (last: <phase>)`. The CONFIG column says which revision
 //! of the site's service config each joined node runs.
 
+use super::health::PlaneState;
 use super::progress::{Entry, LastError, Phase, ProgressRecord, ProgressStore};
 use super::registry::{AppliedConfig, NodeRecord, NodeState, Registry};
 use crate::host::Files;
+use crate::terminal_text::{Column, Table};
 use crate::timefmt::{parse_rfc3339, rough};
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -36,6 +38,42 @@ pub struct NodePhase {
     /// The site config revision the node reported it runs (joined nodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<Box<AppliedConfig>>,
+    /// What the centre sees of a node whose join is done (`dcn site
+    /// status`): a plane down is flagged in `shown`, with the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planes: Option<Planes>,
+}
+
+/// A node's two planes as the centre sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Planes {
+    /// Its nova-compute service.
+    pub compute: PlaneState,
+    /// Its OVN chassis.
+    pub network: PlaneState,
+}
+
+impl Planes {
+    /// What is wrong, for the operator: each plane that is not up, with
+    /// where to look.
+    pub fn problems(&self, hostname: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.compute {
+            PlaneState::Up | PlaneState::Unknown => {}
+            s => out.push(format!(
+                "{hostname}: COMPUTE {}: its nova-compute service does not report to the control plane; on the node, see `systemctl status nova-compute` and /var/log/nova/nova-compute.log, and check its link to the control plane",
+                s.as_str()
+            )),
+        }
+        match self.network {
+            PlaneState::Up | PlaneState::Unknown => {}
+            s => out.push(format!(
+                "{hostname}: NETWORK {}: its OVN chassis does not answer the control plane, so its guests get no DHCP and no traffic; on the node, see `systemctl status ovn-controller` and `ovs-vsctl get open . external-ids:ovn-remote`",
+                s.as_str()
+            )),
+        }
+        out
+    }
 }
 
 impl NodePhase {
@@ -53,7 +91,27 @@ impl NodePhase {
             last_error: p.last_error.clone(),
             history: p.history.clone(),
             config: None,
+            planes: None,
         }
+    }
+
+    /// Attach what the centre sees of the node's planes, when its join is
+    /// done (it finished, or it is placed): a plane that is not up shows
+    /// in its phase (`placed, NETWORK down`).
+    pub fn with_planes(mut self, planes: Planes) -> NodePhase {
+        if !self
+            .phase
+            .is_some_and(|p| matches!(p, Phase::JoinFinished | Phase::Placed))
+        {
+            return self;
+        }
+        for (name, state) in [("COMPUTE", planes.compute), ("NETWORK", planes.network)] {
+            if !matches!(state, PlaneState::Up | PlaneState::Unknown) {
+                self.shown.push_str(&format!(", {name} {}", state.as_str()));
+            }
+        }
+        self.planes = Some(planes);
+        self
     }
 
     /// A node that joined before progress was recorded (or whose record
@@ -76,6 +134,7 @@ impl NodePhase {
             last_error: None,
             history: Vec::new(),
             config: n.config.clone(),
+            planes: None,
         }
     }
 }
@@ -155,16 +214,6 @@ fn config_cell(applied: Option<&AppliedConfig>, site_revision: u64) -> String {
     }
 }
 
-/// At most `max` characters of `text`.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut t: String = text.chars().take(max - 1).collect();
-    t.push('…');
-    t
-}
-
 impl fmt::Display for SiteStatus {
     /// The table, then each last error with its log lines. Everything a
     /// node sent was made safe to print when it was recorded.
@@ -176,31 +225,36 @@ impl fmt::Display for SiteStatus {
                 self.site
             );
         }
-        writeln!(
-            f,
-            "{:<20} {:<34} {:<14} {:<14} {:<10} ERROR",
-            "NODE", "PHASE", "SINCE", "LAST-REPORT", "CONFIG"
-        )?;
+        let mut table = Table::new(&[
+            Column::new("NODE", 64).at_least(20),
+            Column::new("PHASE", 64).at_least(34),
+            Column::new("SINCE", 24).at_least(14),
+            Column::new("LAST-REPORT", 24).at_least(14),
+            Column::new("CONFIG", 32).at_least(10),
+            Column::new("ERROR", 60),
+        ])
+        .gap(1);
         for n in &self.nodes {
-            let error = match &n.last_error {
-                Some(e) => cut(&e.reason, 60),
-                None => "-".into(),
-            };
-            writeln!(
-                f,
-                "{:<20} {:<34} {:<14} {:<14} {:<10} {error}",
-                n.hostname,
-                n.shown,
-                age(n.since.as_deref(), self.now),
-                age(n.last_report.as_deref(), self.now),
-                config_cell(n.config.as_deref(), self.config_revision),
-            )?;
+            table.row([
+                n.hostname.as_str(),
+                &n.shown,
+                &age(n.since.as_deref(), self.now),
+                &age(n.last_report.as_deref(), self.now),
+                &config_cell(n.config.as_deref(), self.config_revision),
+                n.last_error.as_ref().map_or("-", |e| e.reason.as_str()),
+            ]);
         }
+        f.write_str(&table.render())?;
         writeln!(
             f,
             "\nSite config: revision {} (`dcn node show HOST` shows a node's resolved config)",
             self.config_revision
         )?;
+        for n in &self.nodes {
+            for problem in n.planes.iter().flat_map(|p| p.problems(&n.hostname)) {
+                write!(f, "\n{problem}\n")?;
+            }
+        }
         for n in &self.nodes {
             let Some(e) = &n.last_error else { continue };
             write!(

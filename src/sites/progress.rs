@@ -3,7 +3,7 @@
 //! the registry's lock by the join service (a node's reports, `joined`,
 //! `placed`) and by `dcn site deploy` (what it did to the BMC). Whatever a
 //! node sends is bounded and made safe to print before it is kept
-//! ([`ProgressRecord::apply`]), so a record never grows past a few KiB.
+//! ([`ProgressRecord::apply`]), so a record never grows past about 24 KiB.
 
 use super::registry::{Lock, Registry};
 use crate::host::{FileSpec, Files};
@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 const DIR: &str = "/var/lib/dcn/progress";
 
 /// Entries kept per node (the oldest go first).
-pub const MAX_HISTORY: usize = 32;
+pub const MAX_HISTORY: usize = 64;
 /// A node that is not done and reported nothing for this long is silent.
 pub const SILENT_AFTER: Duration = Duration::from_secs(600);
 
@@ -87,12 +87,14 @@ impl ProgressRecord {
         let at = rfc3339(now);
         let detail = detail.map(|d| clean(d, MAX_DETAIL));
         self.updated_at = at.clone();
-        // The join that got the node placed goes on with its last steps,
-        // and repeats them as heartbeats, after the placer put it in its
-        // zone: they do not take it out again. A new join starts with
-        // `join-started`, and a failure is always recorded.
-        let placed = self.current().is_some_and(|e| e.phase == Phase::Placed);
-        if placed && matches!(phase, Phase::JoinStep | Phase::Joined) {
+        // The join goes on with its last steps, and repeats them as
+        // heartbeats, after the placer put the node in its zone: they do
+        // not take it out again. A new join starts with `join-started`,
+        // and a failure is always recorded.
+        let in_zone = self
+            .current()
+            .is_some_and(|e| matches!(e.phase, Phase::InZone | Phase::Placed));
+        if in_zone && matches!(phase, Phase::JoinStep | Phase::Joined) {
             return;
         }
         let same = self
@@ -126,12 +128,13 @@ impl ProgressRecord {
         }
     }
 
-    /// Not done, and nothing reported for [`SILENT_AFTER`].
+    /// Still expected to report, and nothing reported for
+    /// [`SILENT_AFTER`].
     pub fn is_silent(&self, now: SystemTime) -> bool {
         let Some(current) = self.current() else {
             return false;
         };
-        !current.phase.is_final()
+        !current.phase.node_is_done()
             && parse_rfc3339(&self.updated_at)
                 .map(|t| now.duration_since(t).unwrap_or_default() > SILENT_AFTER)
                 .unwrap_or(true)
@@ -150,13 +153,7 @@ impl ProgressRecord {
 
 /// `text` safe to print, at most `max` characters.
 fn clean(text: &str, max: usize) -> String {
-    let safe = crate::terminal_text::sanitize(text);
-    let mut cut: String = safe.chars().take(max).collect();
-    if cut.len() < safe.len() {
-        cut.pop();
-        cut.push('…');
-    }
-    cut
+    crate::terminal_text::cell(text, max)
 }
 
 /// The progress records on a host's files. Changes need the registry's
@@ -171,9 +168,7 @@ impl<'a> ProgressStore<'a> {
     }
 
     fn path(hostname: &str) -> Option<String> {
-        crate::config::types::Hostname::try_from(hostname.to_string())
-            .ok()
-            .map(|_| format!("{DIR}/{hostname}.json"))
+        crate::config::types::NodeName::is_valid(hostname).then(|| format!("{DIR}/{hostname}.json"))
     }
 
     /// The node's record, if it has one.

@@ -246,15 +246,18 @@ pub fn remove_rabbit_account(host: &Host, user: &str) -> Result<()> {
 }
 
 /// Create or update a node's keystone user in the `service` project with
-/// the admin and service roles, as nova's own user.
+/// the `service` role only: not `admin`, which under Zed's policies is
+/// admin of the whole cloud. What nova-compute does with it (report to
+/// placement, bind ports, read the networks of its guests) the `service`
+/// role may do through the policy drop-ins of the placement and neutron
+/// recipes (docs/security.md). A user an older dcn made keeps no `admin`.
 pub fn ensure_keystone_account(cloud: &Cloud, user: &str, password: &Secret) -> Result<()> {
     let project = identity::ensure_project(cloud, "service", "OpenStack services")?;
     let user = identity::ensure_user(cloud, user, password, &project)?;
-    for role in ["admin", "service"] {
-        let r = identity::ensure_role(cloud, role)?;
-        identity::grant(cloud, &project, &user, &r)?;
-    }
-    Ok(())
+    let service = identity::ensure_role(cloud, "service")?;
+    identity::grant(cloud, &project, &user, &service)?;
+    let admin = identity::ensure_role(cloud, "admin")?;
+    identity::revoke(cloud, &project, &user, &admin)
 }
 
 /// Delete a keystone user, if it exists; keystone then refuses its tokens.
@@ -268,6 +271,15 @@ pub fn remove_keystone_account(cloud: &Cloud, user: &str) -> Result<()> {
         cloud.request(Method::DELETE, "identity", &format!("/users/{id}"), None)?;
     }
     Ok(())
+}
+
+/// Whether nova has a compute service on `host` (up or down).
+pub fn is_compute_host(cloud: &Cloud, host: &str) -> Result<bool> {
+    let v = cloud.get(
+        "compute",
+        &format!("/os-services?binary=nova-compute&host={host}"),
+    )?;
+    Ok(v["services"].as_array().is_some_and(|a| !a.is_empty()))
 }
 
 /// The site's host aggregate (availability zone = site); returns its id.

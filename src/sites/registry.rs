@@ -178,7 +178,7 @@ impl<'a> Registry<'a> {
     }
 
     pub fn node(&self, hostname: &str) -> Result<Option<NodeRecord>> {
-        if crate::config::types::Hostname::try_from(hostname.to_string()).is_err() {
+        if !crate::config::types::NodeName::is_valid(hostname) {
             return Ok(None);
         }
         self.load(&format!("{NODES}/{hostname}.json"))

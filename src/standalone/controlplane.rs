@@ -1,13 +1,14 @@
 //! Control-plane steps that are code rather than recipe data: the
-//! preflight gate, RabbitMQ's users, keystone's projects, users and catalog,
-//! and mapping the standalone host's own compute service to the cell.
+//! preflight gate, RabbitMQ's users, mapping the standalone host's own
+//! compute service to the cell, installing the dcn binary (keystone's
+//! catalog is [`super::catalog`]). Each is done only while its effect is
+//! really there.
 
 use crate::deploy::{CertSource, digest};
 use crate::engine::{Context, Step};
 use crate::host::{Cmd, Files};
-use crate::openstack::{Cloud, Credentials, identity};
 use crate::paths;
-use crate::recipes::{Recipes, Values, render_str};
+
 use crate::secrets::Secret;
 use anyhow::{Context as _, Result, bail};
 use std::time::{Duration, Instant};
@@ -29,7 +30,7 @@ impl CertSource for PkiCerts {
                 )
             })?;
         let key = files
-            .read_string(&paths::leaf_key(name))?
+            .read_secret(&paths::leaf_key(name))?
             .with_context(|| {
                 format!(
                     "{} is missing; run `dcn standalone init --phase secrets`",
@@ -70,9 +71,13 @@ impl Step for Preflight {
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
         let mut ignore = self.ignore.clone();
-        // Once dcn has installed the services here (a re-run, or a resumed
-        // run), they hold the ports.
-        if ctx.journal.has_run("packages.install") {
+        // Once dcn has set the control plane up here, even in part (a
+        // re-run, or a run resumed after a power cut, on a host whose
+        // packages were installed before a reset), its services hold the
+        // ports.
+        let ours = crate::deployment::Deployment::load(&ctx.host.files)?
+            .is_some_and(|d| d.roles.iter().any(|r| r == "controller"));
+        if ours || ctx.journal.has_run("packages.install") {
             ignore.push("ports".into());
         }
         let report = crate::preflight::run(
@@ -106,6 +111,26 @@ impl Step for RabbitUsers {
     fn fingerprint(&self) -> String {
         digest([self.password.expose().as_bytes()])
     }
+    /// RabbitMQ has the control plane's user with every permission and no
+    /// guest (and the user last got this password).
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        if !ctx.journal.is_done(&self.name(), &self.fingerprint()) {
+            return Ok(false);
+        }
+        let out = ctx.host.runner.run(
+            &Cmd::new("checking RabbitMQ's users", "rabbitmqctl")
+                .args([
+                    "list_permissions",
+                    "-p",
+                    "/",
+                    "--quiet",
+                    "--no-table-headers",
+                ])
+                .read_only()
+                .unchecked(),
+        )?;
+        Ok(out.success() && rabbit_users_done(&out.stdout))
+    }
     fn apply(&self, ctx: &Context) -> Result<()> {
         ctx.host.runner.run(
             &Cmd::new("removing RabbitMQ's guest user", "rabbitmqctl")
@@ -121,134 +146,16 @@ impl Step for RabbitUsers {
     }
 }
 
-/// The admin's credentials on this control plane, through keystone's
-/// loopback endpoint (`public`: through the TLS endpoint clients use).
-pub fn admin_credentials(values: &Values, public: bool) -> Result<Credentials> {
-    Ok(Credentials {
-        auth_url: if public {
-            format!("https://{}:5000/v3", values.cp["address"])
-        } else {
-            "http://127.0.0.1:5000/v3".to_string()
-        },
-        username: "admin".into(),
-        password: Secret::new(
-            values
-                .password
-                .get("keystone_admin")
-                .context("no keystone_admin password")?
-                .clone(),
-        ),
-        project: "admin".into(),
-        region: values.cp["region"].clone(),
-        interface: if public { "public" } else { "internal" }.into(),
-    })
-}
-
-/// Keystone's `service` project, one user per service, and the catalog.
-pub struct Catalog {
-    pub entries: Vec<CatalogEntry>,
-    pub values: std::sync::Arc<Values>,
-}
-
-pub struct CatalogEntry {
-    pub service: String,
-    pub user: Option<(String, Secret)>,
-    pub name: String,
-    pub kind: String,
-    pub url: String,
-    pub internal_url: String,
-}
-
-impl Catalog {
-    pub fn new(
-        recipes: &Recipes,
-        services: &[String],
-        values: std::sync::Arc<Values>,
-    ) -> Result<Catalog> {
-        let mut entries = Vec::new();
-        for s in services {
-            let Some(id) = recipes.services.get(s).and_then(|r| r.identity.as_ref()) else {
-                continue;
-            };
-            let user = match (&id.user, &id.password) {
-                (Some(u), Some(p)) => Some((
-                    u.clone(),
-                    Secret::new(
-                        values
-                            .password
-                            .get(p)
-                            .with_context(|| format!("no password {p}"))?
-                            .clone(),
-                    ),
-                )),
-                _ => None,
-            };
-            entries.push(CatalogEntry {
-                service: s.clone(),
-                user,
-                name: id.name.clone(),
-                kind: id.kind.clone(),
-                url: render_str(&id.url, &values)?,
-                internal_url: render_str(id.internal_url.as_ref().unwrap_or(&id.url), &values)?,
-            });
-        }
-        Ok(Catalog { entries, values })
-    }
-}
-
-impl Step for Catalog {
-    fn name(&self) -> String {
-        "keystone.catalog".into()
-    }
-    fn describe(&self) -> String {
-        "create the service project, service users and the catalog".into()
-    }
-    fn fingerprint(&self) -> String {
-        let parts: Vec<String> = self
-            .entries
-            .iter()
-            .map(|e| {
-                format!(
-                    "{} {} {} {} {} {}",
-                    e.name,
-                    e.kind,
-                    e.url,
-                    e.internal_url,
-                    e.user.as_ref().map(|u| u.0.as_str()).unwrap_or(""),
-                    e.user
-                        .as_ref()
-                        .map(|u| digest([u.1.expose().as_bytes()]))
-                        .unwrap_or_default()
-                )
-            })
-            .collect();
-        digest(parts.iter().map(|p| p.as_bytes()))
-    }
-    fn apply(&self, ctx: &Context) -> Result<()> {
-        if ctx.host.dry_run {
-            for e in &self.entries {
-                tracing::info!("    would register {} ({}) at {}", e.name, e.kind, e.url);
-            }
-            return Ok(());
-        }
-        let creds = admin_credentials(&self.values, false)?;
-        let cloud = Cloud::login(&creds, None)?;
-        let project = identity::ensure_project(&cloud, "service", "OpenStack services")?;
-        let admin = identity::ensure_role(&cloud, "admin")?;
-        let service_role = identity::ensure_role(&cloud, "service")?;
-        for e in &self.entries {
-            if let Some((user, password)) = &e.user {
-                let uid = identity::ensure_user(&cloud, user, password, &project)?;
-                identity::grant(&cloud, &project, &uid, &admin)?;
-                identity::grant(&cloud, &project, &uid, &service_role)?;
-            }
-            let sid = identity::ensure_service(&cloud, &e.name, &e.kind)?;
-            identity::ensure_endpoints(&cloud, &sid, &e.url, &e.internal_url, &creds.region)
-                .with_context(|| format!("registering the {} endpoints", e.name))?;
-            tracing::debug!("    {} ({}) at {}", e.name, e.kind, e.url);
-        }
-        Ok(())
-    }
+/// `rabbitmqctl list_permissions` output: `openstack` may do everything
+/// on `/`, and `guest` is gone.
+fn rabbit_users_done(permissions: &str) -> bool {
+    let rows: Vec<Vec<&str>> = permissions
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    rows.iter()
+        .any(|r| r.as_slice() == ["openstack", ".*", ".*", ".*"])
+        && !rows.iter().any(|r| r.first() == Some(&"guest"))
 }
 
 /// Map the standalone host's nova-compute to cell1 (the scheduler would do
@@ -266,6 +173,17 @@ impl Step for DiscoverHost {
     }
     fn fingerprint(&self) -> String {
         self.hostname.clone()
+    }
+    /// nova lists the host in a cell.
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let out = ctx.host.runner.run(
+            &Cmd::new("checking the compute host's cell", "runuser")
+                .args(["-u", "nova", "--", "nova-manage", "cell_v2", "list_hosts"])
+                .timeout(Duration::from_secs(120))
+                .read_only()
+                .unchecked(),
+        )?;
+        Ok(out.success() && out.stdout.split_whitespace().any(|w| w == self.hostname))
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
         let nova_manage = |args: &[&str]| {
@@ -306,9 +224,17 @@ impl InstallBinary {
         let exe = std::env::current_exe().context("finding the running dcn binary")?;
         std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))
     }
+
+    fn spec() -> crate::host::FileSpec {
+        crate::host::FileSpec::public().mode(0o755)
+    }
 }
 
 impl Step for InstallBinary {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "install.dcn".into()
     }
@@ -316,14 +242,13 @@ impl Step for InstallBinary {
         format!("install this dcn as {INSTALLED_BINARY}")
     }
     fn is_done(&self, ctx: &Context) -> Result<bool> {
-        Ok(ctx.host.files.read(INSTALLED_BINARY)?.as_deref() == Some(Self::contents()?.as_slice()))
+        (ctx.host.files).matches(INSTALLED_BINARY, &Self::contents()?, &Self::spec())
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
-        let spec = crate::host::FileSpec::public().mode(0o755);
         if ctx
             .host
             .files
-            .write(INSTALLED_BINARY, &Self::contents()?, &spec)?
+            .write(INSTALLED_BINARY, &Self::contents()?, &Self::spec())?
             .changed()
             && !ctx.host.dry_run
         {
@@ -334,5 +259,22 @@ impl Step for InstallBinary {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rabbitmq_is_done_with_the_control_planes_user_and_no_guest() {
+        assert!(rabbit_users_done(
+            "openstack\t.*\t.*\t.*\ndcn-node-e1\t^(nova)$\t^(nova)$\t^(nova)$\n"
+        ));
+        assert!(!rabbit_users_done(
+            "guest\t.*\t.*\t.*\nopenstack\t.*\t.*\t.*\n"
+        ));
+        assert!(!rabbit_users_done("openstack\t\t.*\t.*\n"));
+        assert!(!rabbit_users_done(""));
     }
 }

@@ -48,6 +48,10 @@ impl ClientFiles {
 }
 
 impl Step for ClientFiles {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "finalize.client-files".into()
     }

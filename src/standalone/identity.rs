@@ -29,7 +29,8 @@ impl Identity {
                 .into_owned(),
             None => {
                 let p = root.join("etc/hostname");
-                std::fs::read_to_string(&p)
+                let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
+                crate::host::read::read_string(&p, &spec)
                     .map(|s| s.trim().to_string())
                     .with_context(|| {
                         format!("reading {} (or set controlPlane.hostname)", p.display())

@@ -4,6 +4,7 @@
 //! secret is regenerated, and a service restarts only when its
 //! configuration changed.
 
+pub mod catalog;
 pub mod controlplane;
 pub mod finalize;
 pub mod identity;
@@ -267,7 +268,7 @@ fn control_plane_phases(
     let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
     extra.insert(
         "keystone".into(),
-        vec![Box::new(controlplane::Catalog::new(
+        vec![Box::new(catalog::Catalog::new(
             recipes,
             services,
             values.clone(),
@@ -341,7 +342,12 @@ impl InitReport {
         self.run
             .steps
             .iter()
-            .filter(|(_, o)| !matches!(o, Outcome::AlreadyDone | Outcome::Checked))
+            .filter(|(_, o)| {
+                !matches!(
+                    o,
+                    Outcome::AlreadyDone | Outcome::Checked | Outcome::Ensured
+                )
+            })
             .map(|(n, _)| n.as_str())
             .collect()
     }

@@ -58,6 +58,10 @@ struct StateDirs;
 const PRIVATE_DIRS: [&str; 3] = [STATE_DIR, SECRETS_DIR, PKI_DIR];
 
 impl Step for StateDirs {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "secrets.dirs".into()
     }
@@ -86,6 +90,10 @@ impl Step for StateDirs {
 struct Passwords;
 
 impl Step for Passwords {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "secrets.passwords".into()
     }
@@ -119,6 +127,10 @@ impl Step for Passwords {
 struct Ca;
 
 impl Step for Ca {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         "secrets.ca".into()
     }
@@ -156,7 +168,7 @@ pub fn load_ca(files: &crate::host::Files) -> Result<CertificateAuthority> {
         .read_string(CA_CERT)?
         .with_context(|| format!("{CA_CERT} is missing; run `dcn standalone init` first"))?;
     let key = files
-        .read_string(CA_KEY)?
+        .read_secret(CA_KEY)?
         .with_context(|| format!("{CA_KEY} is missing; run `dcn standalone init` first"))?;
     CertificateAuthority::load(&cert, &Secret::new(key))
 }
@@ -168,6 +180,10 @@ struct Leaf {
 }
 
 impl Step for Leaf {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
     fn name(&self) -> String {
         format!("secrets.cert-{}", self.name)
     }

@@ -4,7 +4,7 @@
 //! passes. Checks retry a bounded number of times: services that just
 //! started report their state a little late.
 
-use super::controlplane::admin_credentials;
+use super::catalog::admin_credentials;
 use crate::engine::{Context, Step};
 use crate::host::Cmd;
 use crate::openstack::Cloud;

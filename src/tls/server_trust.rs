@@ -9,7 +9,7 @@ use crate::pki::Pin;
 use anyhow::{Context, Result};
 use rustls::pki_types::ServerName;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where the system's CA bundle is (Debian's `ca-certificates`); the
 /// `SSL_CERT_FILE` environment variable overrides it, as for OpenSSL.
@@ -38,12 +38,10 @@ pub fn system_roots() -> Result<rustls::RootCertStore> {
     let path = std::env::var_os("SSL_CERT_FILE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| SYSTEM_CA_BUNDLE.into());
-    let pem = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "reading the system CA bundle {}: install the ca-certificates package, or name the CA to trust",
-            path.display()
-        )
-    })?;
+    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_PEM);
+    let pem = crate::host::read::read_string(&path, &spec).context(
+        "reading the system CA bundle: install the ca-certificates package, or name the CA to trust",
+    )?;
     let mut roots = rustls::RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(certs_from_pem(&pem)?);
     anyhow::ensure!(
@@ -56,9 +54,13 @@ pub fn system_roots() -> Result<rustls::RootCertStore> {
 
 /// Connect to `host:port`, complete a TLS handshake without trusting
 /// anything, and return the server's end-entity certificate (DER). For
-/// showing an operator the pin of what a server presents.
+/// showing an operator the pin of what a server presents. `timeout` bounds
+/// all of it: a server that sends its handshake a byte at a time is
+/// abandoned then, not once per byte.
 pub fn fetch_server_certificate(host: &str, port: u16, timeout: Duration) -> Result<Vec<u8>> {
     use std::net::ToSocketAddrs;
+    let deadline = Instant::now() + timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
     let presented = Presented::default();
     let config = client_config_for(&ServerTrust::Insecure, &presented)?;
     let name = ServerName::try_from(host.to_string())
@@ -70,7 +72,10 @@ pub fn fetch_server_certificate(host: &str, port: u16, timeout: Duration) -> Res
     let mut last_err = None;
     let mut tcp = None;
     for addr in &addrs {
-        match std::net::TcpStream::connect_timeout(addr, timeout) {
+        if left().is_zero() {
+            break;
+        }
+        match std::net::TcpStream::connect_timeout(addr, left()) {
             Ok(s) => {
                 tcp = Some(s);
                 break;
@@ -85,16 +90,53 @@ pub fn fetch_server_certificate(host: &str, port: u16, timeout: Duration) -> Res
         }
         (None, None) => anyhow::bail!("{host} resolves to no address"),
     };
-    tcp.set_read_timeout(Some(timeout))?;
-    tcp.set_write_timeout(Some(timeout))?;
     let mut conn = rustls::ClientConnection::new(Arc::new(config), name)
         .context("starting a TLS handshake")?;
+    let slow = || {
+        anyhow::anyhow!(
+            "{host} port {port} did not complete its TLS handshake within {}s in all; a server this slow is overloaded, faulty or not the BMC: check it, or raise --timeout if it is only slow",
+            timeout.as_secs()
+        )
+    };
+    // One read or write at a time (rustls's complete_io would keep reading
+    // a trickle for ever), each given only the time left.
     while conn.is_handshaking() {
-        conn.complete_io(&mut tcp)
-            .with_context(|| format!("TLS handshake with {host} port {port}"))?;
+        let now_left = left();
+        if now_left.is_zero() {
+            return Err(slow());
+        }
+        tcp.set_read_timeout(Some(now_left))?;
+        tcp.set_write_timeout(Some(now_left))?;
+        let step = if conn.wants_write() {
+            conn.write_tls(&mut tcp).map(|_| ())
+        } else {
+            match conn.read_tls(&mut tcp) {
+                Ok(0) => Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => conn
+                    .process_new_packets()
+                    .map(|_| ())
+                    .map_err(std::io::Error::other),
+                Err(e) => Err(e),
+            }
+        };
+        match step {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(slow());
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("TLS handshake with {host} port {port}"));
+            }
+        }
     }
     conn.send_close_notify();
-    let _ = conn.complete_io(&mut tcp);
+    tcp.set_write_timeout(Some(left().max(Duration::from_millis(100))))?;
+    let _ = conn.write_tls(&mut tcp);
     presented
         .last()
         .map(|p| p.der)

@@ -9,14 +9,13 @@
 //! nested and what is quoted), stops at the first collection nested deeper
 //! than [`MAX_DEPTH`], and refuses a key repeated within one mapping. Every
 //! place dcn reads YAML from a file calls it first, through
-//! [`crate::config::parse`] or [`from_str`].
+//! [`crate::config::parse`] or [`from_str`]; [`read_file`] reads the file.
 
 mod events;
 
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 
 /// The largest YAML text accepted, in bytes: hundreds of times a real
@@ -136,21 +135,12 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> anyhow::Result<T> {
     Ok(serde_yaml::from_str(text)?)
 }
 
-/// Read a YAML file as UTF-8 text, refusing one larger than [`MAX_BYTES`]
-/// after reading one byte more (so `/dev/zero` costs a megabyte, not all
-/// memory).
-pub fn read_file(path: &Path) -> std::io::Result<String> {
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_BYTES as u64 + 1)
-        .read_to_string(&mut text)?;
-    if text.len() > MAX_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("it is larger than {MAX_BYTES} bytes; a dcn file is a few kilobytes"),
-        ));
-    }
-    Ok(text)
+/// Read a YAML file as UTF-8 text: a regular file of at most
+/// [`MAX_BYTES`], read by [`crate::host::read`] (so a FIFO is refused
+/// rather than waited on, and `/dev/zero` rather than read).
+pub fn read_file(path: &Path) -> Result<String, crate::host::read::ReadError> {
+    use crate::host::read::{ReadSpec, read_string};
+    read_string(path, &ReadSpec::up_to(MAX_BYTES as u64))
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod bare_metal;
+
 pub use dcn::lab::guest::{self, GuestBoot};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

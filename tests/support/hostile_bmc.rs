@@ -3,7 +3,8 @@
 //! on the same port, plain HTTP (so a redirect to `http://` the same host
 //! and port can be caught receiving the password). It serves one system
 //! recorded from sushy-tools; a test overrides any answer, including with
-//! bodies that never end. `run_dcn` runs the real binary and measures its
+//! bodies that never end, bodies that trickle in a byte at a time, and
+//! silence. `run_dcn` runs the real binary and measures its
 //! peak memory.
 
 #![allow(dead_code)]
@@ -55,6 +56,11 @@ pub enum Answer {
     Endless,
     /// A 200 with no length, `n` bytes, then the connection closes.
     CloseDelimited(usize),
+    /// A 200 announcing this JSON, sent one byte every `every`: each read
+    /// is quick, the whole never ends in time.
+    Drip(Value, Duration),
+    /// Nothing at all, not even the status line, for 5 minutes.
+    Silence,
 }
 
 type Hook = Box<dyn FnMut(&Seen) -> Option<Answer> + Send>;
@@ -145,6 +151,11 @@ impl HostileBmc {
 
     pub fn set(&self, path: &str, v: Value) {
         self.resources.lock().unwrap().insert(path.into(), v);
+    }
+
+    /// What it serves at `path`.
+    pub fn resource(&self, path: &str) -> Value {
+        self.resources.lock().unwrap()[path].clone()
     }
 
     pub fn edit(&self, path: &str, f: impl FnOnce(&mut Value)) {
@@ -262,6 +273,17 @@ fn serve(
             out.write_all(head(200, "").as_bytes())?;
             out.write_all(&vec![b' '; n])?;
         }
+        Answer::Drip(v, every) => {
+            let body = v.to_string();
+            out.write_all(head(200, &format!("Content-Length: {}\r\n", body.len())).as_bytes())?;
+            out.flush()?;
+            for b in body.as_bytes() {
+                std::thread::sleep(every);
+                out.write_all(&[*b])?;
+                out.flush()?;
+            }
+        }
+        Answer::Silence => std::thread::sleep(Duration::from_secs(300)),
     }
     out.flush()
 }

@@ -32,10 +32,31 @@ pub struct ControlPlane {
 }
 
 /// Node accounts as the join service asks for them: every account it
-/// makes or gives a new password, in order.
-#[derive(Default)]
+/// makes or gives a new password, in order; and the cloud's compute hosts
+/// (the control plane's own `cp`, and a `legacy1` dcn never joined).
 pub struct Accounts {
     pub ensured: Mutex<Vec<(String, NodeAccount, Secret)>>,
+    pub compute_hosts: Mutex<Vec<String>>,
+}
+
+impl Default for Accounts {
+    fn default() -> Accounts {
+        Accounts {
+            ensured: Mutex::default(),
+            compute_hosts: Mutex::new(vec!["cp".into(), "legacy1".into()]),
+        }
+    }
+}
+
+impl dcn::sites::reserved::ComputeHosts for Accounts {
+    fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
+        Ok(self
+            .compute_hosts
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|h| h == hostname))
+    }
 }
 
 impl Accounts {
@@ -89,6 +110,34 @@ pub fn token(reg: &Registry, site: &str, ttl: i64, max_uses: u32) -> JoinToken {
     })
     .unwrap();
     t
+}
+
+/// A join request for `hostname` with `token` (`<id>.<secret>`), whose CSR
+/// is for `key`, without a proof of the key.
+pub fn join_request(
+    token: &str,
+    hostname: &str,
+    key: &rcgen::KeyPair,
+) -> dcn::join::protocol::JoinRequest {
+    let csr = rcgen::CertificateParams::new(vec![hostname.to_string()])
+        .unwrap()
+        .serialize_request(key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    dcn::join::protocol::JoinRequest {
+        token: token.into(),
+        hostname: hostname.into(),
+        address: "10.240.1.10".into(),
+        csr,
+        dcn_version: "test".into(),
+        proof: None,
+    }
+}
+
+/// A new node key, as `dcn join` makes it.
+pub fn node_key() -> rcgen::KeyPair {
+    rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap()
 }
 
 /// The join service with default limits.

@@ -8,6 +8,7 @@ fn plain_http_needs_insecure() {
         password: Secret::new("pw"),
         trust,
         timeout: Duration::from_secs(1),
+        timeout_from: None,
         retry: Retry::default(),
         credentials_from: "the test's user".into(),
     };

@@ -76,30 +76,10 @@ pub fn serve_images(opts: &ServeOptions) -> Result<()> {
 /// The TLS configuration from `--tls-cert` and `--tls-key`; a key others
 /// may read is refused (it would let them pose as this server).
 fn tls_from_files(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(key)
-        .with_context(|| format!("--tls-key {}", key.display()))?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
-        bail!(
-            "--tls-key {} may be read by other users (mode {:o}): `chmod 600 {}`",
-            key.display(),
-            mode & 0o777,
-            key.display()
-        );
-    }
-    // PEM files of a few kilobytes; a path to something endless is cut off.
-    let read = |p: &Path, what: &str| -> Result<String> {
-        use std::io::Read;
-        let mut text = String::new();
-        std::fs::File::open(p)
-            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
-            .with_context(|| format!("reading {what} {}", p.display()))?;
-        Ok(text)
-    };
-    let cert_pem = read(cert, "--tls-cert")?;
-    let key_pem = read(key, "--tls-key")?;
+    use crate::host::read::{MAX_PEM, ReadSpec, read_string};
+    // PEM files of a few kilobytes; a key must be private.
+    let cert_pem = read_string(cert, &ReadSpec::up_to(MAX_PEM)).context("--tls-cert")?;
+    let key_pem = read_string(key, &ReadSpec::up_to(MAX_PEM).private()).context("--tls-key")?;
     crate::tls::server_config(&cert_pem, &key_pem, "the image server")
         .context("--tls-cert and --tls-key must be a PEM certificate and its PKCS#8 key")
 }

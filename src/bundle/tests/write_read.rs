@@ -166,7 +166,10 @@ fn reading_a_file_round_trips_and_names_a_missing_path() {
     assert_contains(
         &err.to_string(),
         &[
-            &format!("cannot read the bundle {}", missing.display()),
+            &format!(
+                "cannot read the bundle: {} does not exist",
+                missing.display()
+            ),
             "check the path",
         ],
     );

@@ -6,12 +6,12 @@
 
 use crate::bmc::{ClientOptions, OriginError, Retry};
 use crate::config::types::{AbsolutePath, string_newtype};
+use crate::host::read::{self, ReadSpec};
 use crate::secrets::Secret;
 use crate::tls::ServerTrust;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -53,13 +53,8 @@ pub struct BmcCredentials {
     pub password_env: Option<EnvVarName>,
 }
 
-/// The largest password file read: a password is a line.
-const MAX_PASSWORD_FILE: u64 = 4096;
-/// The largest CA file read.
-const MAX_CA_FILE: u64 = 1024 * 1024;
-
 impl BmcSettings {
-    /// What [`crate::bmc::Client::new`] takes, `timeout` per request: reads
+    /// What [`crate::bmc::Client::new`] takes, `timeout` per call: reads
     /// the password and the CA file.
     pub fn client_options(&self, timeout: Duration) -> Result<ClientOptions> {
         Ok(ClientOptions {
@@ -68,6 +63,7 @@ impl BmcSettings {
             password: self.credentials.password()?,
             trust: self.tls.server_trust()?,
             timeout,
+            timeout_from: None,
             retry: Retry::default(),
             credentials_from: self.credentials.origin(),
         })
@@ -114,11 +110,8 @@ impl BmcTls {
             return Ok(ServerTrust::Pin(pin.pin()));
         }
         if let Some(ca) = &self.ca {
-            let what = || format!("reading the BMC's CA (tls.ca) {}", ca.path().display());
-            let pem = read_capped(ca.path(), MAX_CA_FILE).with_context(what)?;
-            let pem = String::from_utf8(pem)
-                .map_err(|_| anyhow::anyhow!("it is not PEM text"))
-                .with_context(what)?;
+            let pem = read::read_string(ca.path(), &ReadSpec::up_to(read::MAX_PEM))
+                .context("reading the BMC's CA (tls.ca)")?;
             crate::tls::certs_from_pem(&pem).with_context(|| {
                 format!("tls.ca {}: no PEM certificate in it", ca.path().display())
             })?;
@@ -172,48 +165,15 @@ impl BmcCredentials {
 }
 
 fn read_password_file(path: &Path) -> Result<Secret> {
-    use std::os::unix::fs::PermissionsExt;
     let p = path.display();
-    let file = std::fs::File::open(path)
+    // Private: refused when other users may read it.
+    let spec = ReadSpec::up_to(crate::bmc::MAX_PASSWORD_FILE).private();
+    let text = read::read_string(path, &spec)
         .with_context(|| format!("reading the BMC password from {p} (passwordFile)"))?;
-    let meta = file.metadata().with_context(|| format!("reading {p}"))?;
-    if !meta.is_file() {
-        bail!("{p} (passwordFile) is not a regular file: write the BMC password into a file");
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        bail!(
-            "{p} holds a BMC password, but its mode {mode:03o} lets other users at it; `chmod 600 {p}` and run again"
-        );
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_PASSWORD_FILE + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {p}"))?;
-    if bytes.len() as u64 > MAX_PASSWORD_FILE {
-        bail!(
-            "{p} is larger than {MAX_PASSWORD_FILE} bytes: write the BMC password alone on its first line"
-        );
-    }
-    let Ok(text) = String::from_utf8(bytes) else {
-        bail!("{p} is not UTF-8 text: write the BMC password on its first line");
-    };
     match text.lines().next() {
         Some(line) if !line.is_empty() => Ok(Secret::new(line)),
         _ => bail!("{p} is empty: write the BMC password on its first line"),
     }
-}
-
-/// Read at most `cap` bytes of a file, refusing a larger one.
-fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(cap + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        bail!("it is larger than {cap} bytes");
-    }
-    Ok(bytes)
 }
 
 string_newtype!(

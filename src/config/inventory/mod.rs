@@ -18,7 +18,7 @@ pub use bmc::{EnvVarName, SystemId};
 
 use super::node::SshPublicKey;
 use super::node::{DiskConfig, Interface, JoinSettings, NodeConfig, NodeKind, NtpServer};
-use super::types::{AbsolutePath, Hostname, HumanDuration, SiteName};
+use super::types::{AbsolutePath, HumanDuration, NodeName, SiteName};
 use super::{ApiVersion, ConfigError};
 use reqwest::Url;
 use serde::{Deserialize, Deserializer};
@@ -172,7 +172,7 @@ fn given<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(from = "RawNode")]
 pub struct InventoryNode {
-    pub hostname: Hostname,
+    pub hostname: NodeName,
     pub bmc: BmcSettings,
     pub settings: NodeSettings,
 }
@@ -182,7 +182,7 @@ pub struct InventoryNode {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawNode {
-    hostname: Hostname,
+    hostname: NodeName,
     bmc: BmcSettings,
     #[serde(default)]
     disk: Option<DiskConfig>,
@@ -260,7 +260,7 @@ pub fn parse_inventory(text: &str, file: &str) -> Result<SiteInventory, ConfigEr
 /// Read, parse and check a `SiteInventory` file.
 pub fn load_inventory(path: &Path) -> anyhow::Result<SiteInventory> {
     let text = crate::yaml::read_file(path)
-        .map_err(|e| anyhow::anyhow!("cannot read inventory {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the inventory: {e}"))?;
     Ok(parse_inventory(&text, &path.display().to_string())?)
 }
 

@@ -54,6 +54,30 @@ impl Step for Database {
         ])
     }
 
+    /// Its databases and user are in MariaDB (and it last ran with this
+    /// password).
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        if !ctx.journal.is_done(&self.name(), &self.fingerprint()) {
+            return Ok(false);
+        }
+        let names: Vec<String> = self.names.iter().map(|n| format!("'{n}'")).collect();
+        let sql = format!(
+            "SELECT (SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ({})), (SELECT COUNT(*) FROM mysql.user WHERE User='{}' AND Host='127.0.0.1');",
+            names.join(","),
+            self.user
+        );
+        let out = ctx.host.runner.run(
+            &Cmd::new(format!("checking the {} database", self.service), "mysql")
+                .args(["--user=root", "--batch", "--skip-column-names", "-e", &sql])
+                .timeout(Duration::from_secs(60))
+                .read_only()
+                .unchecked(),
+        )?;
+        Ok(out.success()
+            && out.stdout.split_whitespace().collect::<Vec<_>>()
+                == [self.names.len().to_string(), "1".to_string()])
+    }
+
     fn apply(&self, ctx: &Context) -> Result<()> {
         if self.password.is_empty() {
             bail!(
@@ -80,5 +104,51 @@ impl Step for Database {
                 .timeout(Duration::from_secs(120)),
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Journal;
+    use crate::host::{CmdOutput, Host, RecordingRunner};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_database_is_done_only_while_mariadb_has_it_and_its_user() {
+        let step = Database {
+            service: "nova".into(),
+            names: vec!["nova".into(), "nova_cell0".into()],
+            user: "nova".into(),
+            password: "pw".into(),
+        };
+        let mut journal = Journal::default();
+        journal.record_step(&step.name(), &step.fingerprint(), Duration::ZERO);
+        let done = |answer: &'static str, journal: &Journal| {
+            let dir = tempfile::tempdir().unwrap();
+            let runner = Arc::new(RecordingRunner::answering(move |_| CmdOutput::ok(answer)));
+            let host = Host::with_runner(dir.path(), runner.clone(), false);
+            let d = step
+                .is_done(&Context {
+                    host: &host,
+                    journal,
+                })
+                .unwrap();
+            let sql = runner
+                .calls()
+                .iter()
+                .map(|c| c.command_line())
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(!sql.contains("pw"), "no password in a check: {sql}");
+            d
+        };
+        assert!(done("2\t1\n", &journal));
+        assert!(!done("1\t1\n", &journal), "a database lost");
+        assert!(!done("2\t0\n", &journal), "the user lost");
+        assert!(
+            !done("2\t1\n", &Journal::default()),
+            "never made with this password"
+        );
     }
 }

@@ -19,6 +19,43 @@ pub struct Setup {
     timeout: Duration,
     ok_codes: Vec<i32>,
     attempts: u32,
+    /// How a run tells the effect is there; none: it runs every time.
+    check: Option<Check>,
+}
+
+/// How a setup command's effect is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Check {
+    /// This command (as root) succeeds.
+    Command(Vec<String>),
+    /// This query (to MariaDB, as root) returns a row.
+    Sql(String),
+}
+
+impl Check {
+    fn command(&self, what: String) -> Cmd {
+        match self {
+            Check::Command(argv) => Cmd::new(what, argv[0].clone()).args(argv[1..].iter().cloned()),
+            Check::Sql(query) => Cmd::new(what, "mysql").args([
+                "--user=root",
+                "--batch",
+                "--skip-column-names",
+                "-e",
+                query.as_str(),
+            ]),
+        }
+        .timeout(Duration::from_secs(120))
+        .read_only()
+        .unchecked()
+    }
+
+    fn passed(&self, out: &crate::host::CmdOutput) -> bool {
+        out.success()
+            && match self {
+                Check::Command(_) => true,
+                Check::Sql(_) => !out.stdout.trim().is_empty(),
+            }
+    }
 }
 
 impl Setup {
@@ -54,7 +91,39 @@ impl Setup {
                 Ok((var.clone(), Secret::new(value.clone())))
             })
             .collect::<Result<Vec<_>>>()?;
+        let render = |args: &[String]| {
+            args.iter()
+                .map(|a| render_str(a, values))
+                .collect::<Result<Vec<_>>>()
+                .with_context(|| {
+                    format!(
+                        "rendering the check of setup command {} of {service}",
+                        cmd.name
+                    )
+                })
+        };
+        let check = match (&cmd.check, &cmd.check_sql) {
+            (Some(argv), _) if !argv.is_empty() => Some(Check::Command(render(argv)?)),
+            (Some(_), _) => bail!(
+                "recipe bug: the check of setup command {} of {service} is empty",
+                cmd.name
+            ),
+            (None, Some(q)) => Some(Check::Sql(render(std::slice::from_ref(q))?.remove(0))),
+            (None, None) => None,
+        };
+        let rendered: Vec<&String> = match &check {
+            Some(Check::Command(argv)) => argv.iter().collect(),
+            Some(Check::Sql(q)) => vec![q],
+            None => vec![],
+        };
+        if rendered.iter().any(|a| values.contains_secret(a)) {
+            bail!(
+                "recipe bug: the check of setup command {} of {service} would put a password in argv",
+                cmd.name
+            );
+        }
         Ok(Some(Setup {
+            check,
             service: service.into(),
             name: cmd.name.clone(),
             argv,
@@ -67,6 +136,11 @@ impl Setup {
     }
 
     fn command(&self) -> Cmd {
+        self.as_user(format!("{} setup: {}", self.service, self.name), &self.argv)
+    }
+
+    /// `argv` as the recipe's user, with its secret environment.
+    fn as_user(&self, description: String, argv: &[String]) -> Cmd {
         let (program, args): (String, Vec<String>) = match &self.user {
             // runuser, not su: su goes through pam_systemd and leaves a user
             // manager behind.
@@ -74,12 +148,12 @@ impl Setup {
                 "runuser".into(),
                 ["-u".to_string(), u.clone(), "--".into()]
                     .into_iter()
-                    .chain(self.argv.iter().cloned())
+                    .chain(argv.iter().cloned())
                     .collect(),
             ),
-            None => (self.argv[0].clone(), self.argv[1..].to_vec()),
+            None => (argv[0].clone(), argv[1..].to_vec()),
         };
-        let mut cmd = Cmd::new(format!("{} setup: {}", self.service, self.name), program)
+        let mut cmd = Cmd::new(description, program)
             .args(args)
             .timeout(self.timeout)
             .unchecked();
@@ -103,6 +177,26 @@ impl Step for Setup {
         digest(self.argv.iter().map(|a| a.as_bytes()))
     }
 
+    fn reapplies(&self) -> bool {
+        self.check.is_none()
+    }
+
+    /// A `rerun` command is never done. A checked one is done when its
+    /// check passes, unless the journal shows it last ran as another
+    /// command (its configuration changed).
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let Some(check) = &self.check else {
+            return Ok(false);
+        };
+        let name = self.name();
+        if ctx.journal.has_run(&name) && !ctx.journal.is_done(&name, &self.fingerprint()) {
+            return Ok(false);
+        }
+        let out = (ctx.host.runner)
+            .run(&check.command(format!("checking {} setup: {}", self.service, self.name)))?;
+        Ok(check.passed(&out))
+    }
+
     fn apply(&self, ctx: &Context) -> Result<()> {
         let cmd = self.command();
         for attempt in 1..=self.attempts {
@@ -121,5 +215,102 @@ impl Step for Setup {
             std::thread::sleep(Duration::from_secs(1));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Journal;
+    use crate::host::{CmdOutput, Host, RecordingRunner};
+    use std::sync::Arc;
+
+    fn command(yaml: &str) -> SetupCommand {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    /// A host whose checks (mysql, or `test`) answer `present`.
+    fn host(present: bool) -> (tempfile::TempDir, Host, Arc<RecordingRunner>) {
+        let dir = tempfile::tempdir().unwrap();
+        let runner = Arc::new(RecordingRunner::answering(move |c| {
+            match (c.program.as_str(), present) {
+                ("mysql", true) => CmdOutput::ok("1\n"),
+                ("mysql", false) => CmdOutput::ok(""),
+                ("test", true) => CmdOutput::ok(""),
+                ("test", false) => CmdOutput::failed(1, ""),
+                _ => CmdOutput::ok(""),
+            }
+        }));
+        let host = Host::with_runner(dir.path(), runner.clone(), false);
+        (dir, host, runner)
+    }
+
+    fn done(step: &Setup, journal: &Journal, present: bool) -> bool {
+        let (_dir, host, _) = host(present);
+        step.is_done(&Context {
+            host: &host,
+            journal,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_checked_command_is_done_only_while_its_effect_is_there() {
+        let values = Values::default();
+        let step = Setup::new(
+            "nova",
+            &command("{name: map-cell0, run: [nova-manage, cell_v2, map_cell0], user: nova, checkSql: \"SELECT 1 FROM nova_api.cell_mappings WHERE name = 'cell0'\"}"),
+            &values,
+        )
+        .unwrap()
+        .unwrap();
+        let mut journal = Journal::default();
+        journal.record_step(&step.name(), &step.fingerprint(), Duration::ZERO);
+        assert!(done(&step, &journal, true));
+        // The journal says done; MariaDB says the mapping is gone.
+        assert!(!done(&step, &journal, false));
+        // Never run here, but its effect is there (an earlier install).
+        assert!(done(&step, &Journal::default(), true));
+        // It last ran as another command: it runs again.
+        let mut changed = Journal::default();
+        changed.record_step(&step.name(), "another fingerprint", Duration::ZERO);
+        assert!(!done(&step, &changed, true));
+
+        let (_dir, host, runner) = host(false);
+        let file = Setup::new(
+            "keystone",
+            &command("{name: fernet-setup, run: [keystone-manage, fernet_setup], check: [test, -s, /etc/keystone/fernet-keys/0]}"),
+            &values,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(
+            !file
+                .is_done(&Context {
+                    host: &host,
+                    journal: &journal
+                })
+                .unwrap()
+        );
+        let checked = runner.calls().pop().unwrap();
+        assert_eq!(
+            checked.command_line(),
+            "test -s /etc/keystone/fernet-keys/0"
+        );
+        assert!(checked.read_only, "a check runs in dry runs too");
+    }
+
+    #[test]
+    fn a_rerun_command_is_never_done() {
+        let step = Setup::new(
+            "ovn-controller",
+            &command("{name: chassis, run: [ovs-vsctl, set, open, ., 'external-ids:ovn-remote=ssl:10.0.0.1:6642'], rerun: true}"),
+            &Values::default(),
+        )
+        .unwrap()
+        .unwrap();
+        let mut journal = Journal::default();
+        journal.record_step(&step.name(), &step.fingerprint(), Duration::ZERO);
+        assert!(!done(&step, &journal, true));
     }
 }

@@ -38,6 +38,17 @@ impl Step for DisableUnits {
         digest(self.units.iter().map(|u| u.as_bytes()))
     }
 
+    /// None of them is enabled or running.
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let systemd = Systemd::new(ctx.host.runner.as_ref());
+        for u in &self.units {
+            if systemd.is_enabled(u)? || systemd.is_active(u)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn apply(&self, ctx: &Context) -> Result<()> {
         let systemd = Systemd::new(ctx.host.runner.as_ref());
         for u in &self.units {
@@ -164,6 +175,15 @@ impl Step for Unit {
     }
 }
 
+/// The unit a file under /etc/systemd/ defines (`…/x.service`) or extends
+/// (`…/x.service.d/10-dcn.conf`).
+fn unit_of(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/etc/systemd/system/")?;
+    let first = rest.split('/').next()?;
+    let unit = first.strip_suffix(".d").unwrap_or(first);
+    unit.contains('.').then(|| unit.to_string())
+}
+
 /// A unit in the middle of its start (not waiting to retry after a crash).
 fn starting_as_dependency((active, sub): &(String, String)) -> bool {
     active == "activating" && sub != "auto-restart"
@@ -173,18 +193,27 @@ fn starting_as_dependency((active, sub): &(String, String)) -> bool {
 /// file dcn writes changed (a reload per unit raced starting daemons).
 pub struct ReloadUnits {
     unit_files: String,
+    /// The units those files define or extend.
+    units: Vec<String>,
 }
 
 impl ReloadUnits {
     /// `files`: (path, contents) of everything the configure phase writes.
     pub fn new<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> ReloadUnits {
-        let parts: Vec<&[u8]> = files
+        let files: Vec<(&str, &str)> = files
             .into_iter()
             .filter(|(p, _)| p.starts_with("/etc/systemd/"))
+            .collect();
+        let parts: Vec<&[u8]> = files
+            .iter()
             .flat_map(|(p, c)| [p.as_bytes(), c.as_bytes()])
             .collect();
+        let mut units: Vec<String> = files.iter().filter_map(|(p, _)| unit_of(p)).collect();
+        units.sort();
+        units.dedup();
         ReloadUnits {
             unit_files: digest(parts),
+            units,
         }
     }
 }
@@ -202,6 +231,12 @@ impl Step for ReloadUnits {
         self.unit_files.clone()
     }
 
+    /// systemd has read every unit file dcn wrote as it is now.
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        let units: Vec<&str> = self.units.iter().map(String::as_str).collect();
+        Ok(!Systemd::new(ctx.host.runner.as_ref()).needs_daemon_reload(&units)?)
+    }
+
     fn apply(&self, ctx: &Context) -> Result<()> {
         Systemd::new(ctx.host.runner.as_ref()).daemon_reload()
     }
@@ -210,6 +245,20 @@ impl Step for ReloadUnits {
 #[cfg(test)]
 mod tests {
     use super::starting_as_dependency;
+
+    #[test]
+    fn unit_files_name_their_units() {
+        use super::unit_of;
+        assert_eq!(
+            unit_of("/etc/systemd/system/dcn-join.service").as_deref(),
+            Some("dcn-join.service")
+        );
+        assert_eq!(
+            unit_of("/etc/systemd/system/nova-compute.service.d/10-dcn-start.conf").as_deref(),
+            Some("nova-compute.service")
+        );
+        assert_eq!(unit_of("/etc/systemd/journald.conf.d/x.conf"), None);
+    }
 
     #[test]
     fn a_unit_mid_start_is_awaited_but_a_crash_loop_is_restarted() {

@@ -24,8 +24,11 @@ fn install_uses_policy_rc_d_and_removes_it_even_on_failure() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(false));
     let seen2 = seen.clone();
     let policy = dir.path().join("usr/sbin/policy-rc.d");
-    let r = RecordingRunner::answering(move |_| {
+    let r = RecordingRunner::answering(move |c| {
         *seen2.lock().unwrap() = policy.exists();
+        if c.program == "dpkg" {
+            return CmdOutput::ok("");
+        }
         CmdOutput::failed(100, "E: Unable to locate package nope")
     });
     let apt = Apt::new(&r, &files, PackageSource::Local("/srv/repo".into()));
@@ -36,13 +39,18 @@ fn install_uses_policy_rc_d_and_removes_it_even_on_failure() {
         "policy-rc.d existed during the install"
     );
     assert!(!dir.path().join("usr/sbin/policy-rc.d").exists());
-    let line = &r.command_lines()[0];
+    // An install a power cut interrupted is finished first.
+    assert_eq!(
+        r.command_lines()[0],
+        "dpkg --force-confdef --force-confold --configure -a"
+    );
+    let line = &r.command_lines()[1];
     assert!(
         line.contains("Dir::Etc::sourceparts=-") && line.contains("--no-install-recommends"),
         "{line}"
     );
     assert_eq!(
-        r.calls()[0].env,
+        r.calls()[1].env,
         vec![("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string())]
     );
 }

@@ -93,3 +93,93 @@ fn remove_is_idempotent() {
     assert_eq!(f.remove("/x").unwrap(), Change::Removed);
     assert_eq!(f.remove("/x").unwrap(), Change::Unchanged);
 }
+
+/// A FIFO, a link to /dev/zero, a socket or a directory where a file of
+/// the system is read or written is refused with its path: never waited
+/// on, never read without end, never replaced.
+#[test]
+fn special_files_are_refused_by_read_and_write() {
+    use crate::host::read::testing::{Special, bounded};
+    bounded(std::time::Duration::from_secs(60), || {
+        for special in Special::ALL {
+            let dir = tempfile::tempdir().unwrap();
+            let f = Files::new(dir.path(), false);
+            let hp = dir.path().join("x.conf");
+            let why = format!("{} {}", hp.display(), special.make(&hp, read::MAX_STATE));
+            let e = format!("{:#}", f.read("/x.conf").unwrap_err());
+            assert!(e.contains(&why), "{e}");
+            let e = format!("{:#}", f.read_string("/x.conf").unwrap_err());
+            assert!(e.contains(&why), "{e}");
+            if let Special::Oversize = special {
+                // Larger than anything dcn writes here: different, replaced.
+                assert_eq!(
+                    f.write("/x.conf", b"new", &FileSpec::public()).unwrap(),
+                    Change::Updated
+                );
+                assert_eq!(fs::read(&hp).unwrap(), b"new");
+                continue;
+            }
+            let kind = |p: &Path| fs::symlink_metadata(p).unwrap().file_type();
+            let before = kind(&hp);
+            let e = format!(
+                "{:#}",
+                f.write("/x.conf", b"new", &FileSpec::public()).unwrap_err()
+            );
+            assert!(e.contains(&why), "{e}");
+            assert!(
+                !f.matches("/x.conf", b"new", &FileSpec::public())
+                    .is_ok_and(|m| m)
+            );
+            assert_eq!(kind(&hp), before, "{special:?} was replaced");
+        }
+    });
+}
+
+/// A file larger than dcn's state limit (the dcn binary of a debug build)
+/// is still compared with what would be written, byte for byte.
+#[test]
+fn large_files_are_compared_up_to_what_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Files::new(dir.path(), false);
+    let big = vec![7u8; read::MAX_STATE as usize + 10];
+    let spec = FileSpec::public().mode(0o755);
+    assert_eq!(
+        f.write("/usr/local/bin/dcn", &big, &spec).unwrap(),
+        Change::Created
+    );
+    assert!(f.matches("/usr/local/bin/dcn", &big, &spec).unwrap());
+    assert_eq!(
+        f.write("/usr/local/bin/dcn", &big, &spec).unwrap(),
+        Change::Unchanged
+    );
+    let mut other = big.clone();
+    other[5] = 8;
+    assert!(!f.matches("/usr/local/bin/dcn", &other, &spec).unwrap());
+    assert!(!f.matches("/usr/local/bin/dcn", &big[1..], &spec).unwrap());
+    assert_eq!(
+        f.write("/usr/local/bin/dcn", b"small", &spec).unwrap(),
+        Change::Updated
+    );
+}
+
+/// dcn's own secrets are refused when others may read them or when they
+/// belong to another user.
+#[test]
+fn own_secrets_are_private_and_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Files::new(dir.path(), false);
+    assert_eq!(f.read_secret("/s.key").unwrap(), None);
+    f.write("/s.key", b"k", &FileSpec::secret()).unwrap();
+    assert_eq!(f.read_secret("/s.key").unwrap().as_deref(), Some("k"));
+    let hp = dir.path().join("s.key");
+    fs::set_permissions(&hp, fs::Permissions::from_mode(0o644)).unwrap();
+    let e = format!("{:#}", f.read_secret("/s.key").unwrap_err());
+    assert!(
+        e.contains(&format!(
+            "mode 644 lets other users at it: `chmod 600 {}`",
+            hp.display()
+        )),
+        "{e}"
+    );
+    assert_eq!(f.read_string("/s.key").unwrap().as_deref(), Some("k"));
+}

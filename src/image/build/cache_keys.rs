@@ -1,6 +1,7 @@
 //! The cache keys: short digests of a stage's inputs that name the cached
 //! base and package tree, so a changed input makes a new one.
 
+use crate::host::read::ReadSpec;
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -31,7 +32,8 @@ pub(super) fn dir_digest(dir: &Path) -> Result<String> {
                     .to_string_lossy()
                     .into_owned(),
             );
-            parts.push(String::from_utf8_lossy(&std::fs::read(&f)?).into_owned());
+            let spec = ReadSpec::up_to(crate::host::read::MAX_STATE);
+            parts.push(String::from_utf8_lossy(&crate::host::read::read(&f, &spec)?).into_owned());
         }
     }
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();

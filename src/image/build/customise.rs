@@ -39,8 +39,9 @@ pub(super) fn customise(
     )?;
     copy_tree(&recipe.rootfs_dir(), &merged)?;
     let files = crate::host::Files::new(&merged, false);
-    let exe = std::fs::read(dcn_binary)
-        .with_context(|| format!("reading the dcn binary {}", dcn_binary.display()))?;
+    // A debug build is a few hundred megabytes.
+    let spec = crate::host::read::ReadSpec::up_to(1 << 30);
+    let exe = crate::host::read::read(dcn_binary, &spec).context("reading the dcn binary")?;
     files.write(
         DCN_IN_IMAGE,
         &exe,

@@ -70,8 +70,8 @@ pub(super) fn make_iso(
     epoch: u64,
 ) -> Result<()> {
     let r = &recipe.recipe;
-    let grub = std::fs::read_to_string(recipe.grub_cfg())
-        .with_context(|| format!("reading {}", recipe.grub_cfg().display()))?
+    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
+    let grub = crate::host::read::read_string(&recipe.grub_cfg(), &spec)?
         .replace("@VOLUME_ID@", &r.volume_id)
         .replace("@KERNEL_ARGS@", &r.kernel_args);
     std::fs::create_dir_all(staging.join("boot/grub"))?;

@@ -146,12 +146,14 @@ fn install(
         crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()))
     ));
     progress::start_reporting(runner, &node, &bundle, progress);
-    let template = std::fs::read_to_string(firstboot::TEMPLATE).with_context(|| {
-        format!(
-            "reading the first-boot unit template {}",
-            firstboot::TEMPLATE
-        )
-    })?;
+    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
+    let template = crate::host::read::read_string(Path::new(firstboot::TEMPLATE), &spec)
+        .with_context(|| {
+            format!(
+                "reading the first-boot unit template {}",
+                firstboot::TEMPLATE
+            )
+        })?;
     let squashfs = if args.medium.is_dir() {
         args.medium.join(SQUASHFS)
     } else {

@@ -31,7 +31,7 @@ impl CertSource for NodeCerts {
             .read_string(NODE_CERT)?
             .context("the node certificate is missing; join again")?;
         let key = files
-            .read_string(NODE_KEY)?
+            .read_secret(NODE_KEY)?
             .context("the node key is missing; join again")?;
         Ok((cert, Secret::new(key)))
     }

@@ -17,7 +17,7 @@ use std::time::Instant;
 const NODE_DIR: &str = "/var/lib/dcn/node";
 pub(super) const NODE_KEY: &str = "/var/lib/dcn/node/node.key";
 pub(super) const NODE_CERT: &str = "/var/lib/dcn/node/node.crt";
-const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
+pub(in crate::join) const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
 
 /// What the join reply gave this node, kept for re-runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ impl Credentials {
     /// or when an older dcn kept them in its own layout (the join then
     /// asks again, with the node's key, and the control plane answers).
     pub(in crate::join) fn load(files: &Files) -> Result<Option<Credentials>> {
-        let Some(text) = files.read_string(CREDENTIALS)? else {
+        let Some(text) = files.read_secret(CREDENTIALS)? else {
             return Ok(None);
         };
         match serde_yaml::from_str(&text) {
@@ -137,7 +137,7 @@ pub fn request(
     // before the request: a join interrupted after the control plane
     // recorded this host can only be repeated with the same key.
     let fresh_host = !files.exists(crate::paths::STATE_DIR)?;
-    let kept = files.read_string(NODE_KEY)?;
+    let kept = files.read_secret(NODE_KEY)?;
     let made_key = kept.is_none();
     let key = match kept {
         Some(pem) => rcgen::KeyPair::from_pem(&pem)
@@ -172,8 +172,12 @@ pub fn request(
         address: address.to_string(),
         csr,
         dcn_version: env!("CARGO_PKG_VERSION").into(),
+        proof: None,
     };
-    let reply = match crate::join::retry(deadline, "the join service", || client.join(&req)) {
+    // Each attempt signs a fresh challenge: the proof that this host holds
+    // its key now, which the control plane wants of a host joining again.
+    let join = || client.join_with_proof(&req, &key, &bundle.token.id);
+    let reply = match crate::join::retry(deadline, "the join service", join) {
         Ok(r) => r,
         // Refused: the control plane recorded nothing, so neither does
         // this host. (Anything else may have reached it: keep the key.)
@@ -259,6 +263,45 @@ mod tests {
             e.contains("is damaged; remove it") && !e.contains("hunter2"),
             "{e}"
         );
+    }
+
+    /// The kept credentials are dcn's own secret: refused, with the way
+    /// out, when others may read them or another user owns them.
+    #[test]
+    fn credentials_others_may_read_or_own_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let files = Files::new(root.path(), false);
+        let creds = Credentials::sample(&Recipes::embedded().unwrap(), "edge1", "n1");
+        let text = creds.to_yaml().unwrap();
+        files
+            .write(CREDENTIALS, text.as_bytes(), &FileSpec::secret())
+            .unwrap();
+        let hp = files.host_path(CREDENTIALS).unwrap();
+        let mode = |m| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&hp, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        for m in [0o644, 0o640, 0o604] {
+            mode(m);
+            let e = format!("{:#}", Credentials::load(&files).unwrap_err());
+            assert!(
+                e.contains(&format!(
+                    "{} holds a secret, but its mode {m:03o} lets other users at it: `chmod 600 {}`",
+                    hp.display(),
+                    hp.display()
+                )),
+                "{e}"
+            );
+            assert!(!e.contains("node-pw"), "{e}");
+        }
+        mode(0o600);
+        assert_eq!(Credentials::load(&files).unwrap(), Some(creds));
+        if nix::unistd::geteuid().is_root() {
+            let other = Some(nix::unistd::Uid::from_raw(4242));
+            nix::unistd::chown(&hp, other, None).unwrap();
+            let e = format!("{:#}", Credentials::load(&files).unwrap_err());
+            assert!(e.contains("belongs to uid 4242"), "{e}");
+        }
     }
 
     #[test]

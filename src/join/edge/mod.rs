@@ -10,6 +10,8 @@ pub use compute::deploy;
 // For the recipes' render tests, which render an edge's values.
 #[cfg(test)]
 pub(crate) use compute::values;
+#[cfg(test)]
+pub(in crate::join) use credentials::CREDENTIALS;
 pub(crate) use credentials::Credentials;
 pub use credentials::request;
 
@@ -58,7 +60,7 @@ pub fn hostname(
             _ => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
         },
     };
-    name.parse::<crate::config::types::Hostname>()
+    name.parse::<crate::config::types::NodeName>()
         .map_err(|e| anyhow::anyhow!("{e}; pass --hostname"))?;
     if let Some(d) = previous
         && d.hostname != name

@@ -13,7 +13,7 @@
 mod console;
 mod cpio;
 mod kernel_modules;
-mod upload;
+pub mod upload;
 
 pub use console::{GuestBoot, parse_console};
 pub use cpio::{CpioEntry, newc_archive};

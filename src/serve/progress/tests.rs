@@ -128,14 +128,43 @@ fn a_valid_token_reports_for_hosts_of_its_site() {
         .unwrap();
     assert_eq!(p.site, "edge1");
     assert_eq!(p.token_id.as_deref(), token.split('.').next());
-    let other = c.token("edge2", 3600, 5);
+}
+
+/// Another site's token cannot squat a host's name: what only a token
+/// wrote is dropped when the host's real site reports; what the control
+/// plane recorded (a site deploy) keeps the host to its site.
+#[test]
+fn a_token_of_another_site_cannot_squat_a_host_name() {
+    let c = Centre::new();
+    let squatter = c.token("edge2", 3600, 5);
+    let own = c.token("edge1", 3600, 5);
+    c.report(Some(&squatter), "edge1-n1", Phase::Failed)
+        .unwrap();
+    assert_eq!(
+        c.report(Some(&own), "edge1-n1", Phase::InstallerStarted),
+        Ok(Phase::InstallerStarted)
+    );
+    let p = ProgressStore::new(&c.host.files)
+        .get("edge1-n1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.site, "edge1");
+    assert_eq!(p.history.len(), 1, "the squatter's report is gone: {p:?}");
+    assert_eq!(p.last_error, None);
+
+    let registry = Registry::new(&c.host.files);
+    let lock = registry.lock().unwrap();
+    ProgressStore::new(&c.host.files)
+        .record_centre(&lock, "edge1", "edge1-n2", Phase::PoweredOn, None, &[])
+        .unwrap();
+    drop(lock);
     let r = c.refused(
-        Some(&other),
-        "edge1-n1",
+        Some(&squatter),
+        "edge1-n2",
         Phase::DiskWritten,
         "node-in-other-site",
     );
-    assert!(r.contains("dcn node remove edge1-n1"), "{r}");
+    assert!(r.contains("dcn node remove edge1-n2"), "{r}");
 }
 
 #[test]

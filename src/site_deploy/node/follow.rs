@@ -2,19 +2,19 @@
 //! reports a failure, falls silent, or runs out of time.
 
 use super::{Failure, NodeTarget, Run, at, say};
+use crate::bmc::Deadline;
 use crate::site_deploy::watch::{self, Seen};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Poll the centre's records until `done`, a failure the node reported,
-/// silence past the bound, or `limit`.
+/// silence past the bound, or `deadline`.
 pub(super) fn wait(
     ctx: &Run,
     node: &NodeTarget,
     what: &str,
-    limit: Duration,
+    deadline: &Deadline,
     done: impl Fn(&Seen) -> bool,
 ) -> Result<(), Failure> {
-    let started = Instant::now();
     let mut last = String::new();
     loop {
         let seen = watch::seen(ctx.files, node.hostname()).map_err(at("following"))?;
@@ -39,6 +39,7 @@ pub(super) fn wait(
                 phase: "node".into(),
                 error: anyhow::anyhow!("the node reported: {reason}"),
                 recorded: true,
+                unheard: false,
             });
         }
         if seen.silent {
@@ -50,19 +51,22 @@ pub(super) fn wait(
                     seen.phase
                 ),
                 recorded: false,
+                unheard: seen.unheard,
             });
         }
-        if started.elapsed() > limit {
+        if deadline.passed() {
             return Err(Failure {
                 phase: seen.phase.clone(),
                 error: anyhow::anyhow!(
-                    "waited {} for {what} (last: {}); raise the limit if the hardware is slow",
-                    humantime::format_duration(limit),
-                    seen.phase
+                    "waited {} for {what} (last: {}); raise {} if the hardware is slow",
+                    humantime::format_duration(deadline.total()),
+                    seen.phase,
+                    deadline.setting().unwrap_or("the limit")
                 ),
                 recorded: false,
+                unheard: false,
             });
         }
-        std::thread::sleep(ctx.limits.poll);
+        deadline.sleep(ctx.limits.poll);
     }
 }

@@ -142,3 +142,57 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
     let empty = site_status(&files, "edge2", now).unwrap();
     assert_eq!(empty.nodes.len(), 1);
 }
+
+#[test]
+fn a_finished_node_with_a_plane_down_is_flagged_with_where_to_look() {
+    use crate::sites::health::PlaneState;
+    let mut r = ProgressRecord::new("edge1-n1", "edge1");
+    r.apply(Phase::JoinFinished, None, &[], SystemTime::UNIX_EPOCH);
+    r.apply(Phase::Placed, None, &[], SystemTime::UNIX_EPOCH);
+    let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(60);
+    let down = Planes {
+        compute: PlaneState::Up,
+        network: PlaneState::Down,
+    };
+    let p = NodePhase::from_record(&r, now).with_planes(down);
+    assert_eq!(p.shown, "placed, NETWORK down");
+    let problems = down.problems("edge1-n1");
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0].contains("ovn-controller") && problems[0].contains("ovn-remote"),
+        "{problems:?}"
+    );
+    let up = Planes {
+        compute: PlaneState::Up,
+        network: PlaneState::Up,
+    };
+    assert_eq!(
+        NodePhase::from_record(&r, now).with_planes(up).shown,
+        "placed"
+    );
+    // A node still joining is not judged by its planes yet.
+    let mut joining = ProgressRecord::new("edge1-n2", "edge1");
+    joining.apply(
+        Phase::JoinStep,
+        Some("preflight"),
+        &[],
+        SystemTime::UNIX_EPOCH,
+    );
+    assert_eq!(
+        NodePhase::from_record(&joining, now)
+            .with_planes(down)
+            .shown,
+        "join-step"
+    );
+    let status = SiteStatus {
+        site: "edge1".into(),
+        config_revision: 0,
+        nodes: vec![NodePhase::from_record(&r, now).with_planes(down)],
+        now,
+    };
+    let text = status.to_string();
+    assert!(
+        text.contains("placed, NETWORK down") && text.contains("edge1-n1: NETWORK down"),
+        "{text}"
+    );
+}

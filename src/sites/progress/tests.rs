@@ -41,9 +41,10 @@ fn history_detail_and_log_are_bounded_and_safe_to_print() {
         r.apply(Phase::JoinStep, Some(&format!("step {i}")), &[], t(i));
     }
     assert_eq!(r.history.len(), MAX_HISTORY);
+    let oldest_kept = format!("step {}", 100 - MAX_HISTORY);
     assert_eq!(
         r.history[0].detail.as_deref(),
-        Some("step 68"),
+        Some(oldest_kept.as_str()),
         "the oldest go"
     );
     let long = "x".repeat(10_000);
@@ -74,7 +75,7 @@ fn history_detail_and_log_are_bounded_and_safe_to_print() {
     let text = serde_json::to_string(&r).unwrap();
     assert!(!text.contains('\u{1b}') && !text.contains("\\r\\n\""));
     assert!(
-        text.len() < 16 * 1024,
+        text.len() < 24 * 1024,
         "a record stays small: {}",
         text.len()
     );
@@ -191,4 +192,33 @@ fn the_store_keeps_private_records_and_deploy_writes_only_its_phases() {
     let lock = reg.lock().unwrap();
     store.remove(&lock, "edge1-n1").unwrap();
     assert!(store.all().unwrap().is_empty());
+}
+
+/// Issue 22: `placed` is the end of the node's join with both planes up,
+/// not the moment the placer put it in its zone while the join still ran.
+#[test]
+fn a_node_in_its_zone_is_not_placed_until_its_join_finished() {
+    let mut r = ProgressRecord::new("n", "edge1");
+    r.apply(Phase::JoinStarted, None, &[], t(0));
+    r.apply(Phase::Joined, None, &[], t(8));
+    let configure = Some("install and configure the compute services");
+    r.apply(Phase::JoinStep, configure, &[], t(9));
+    r.apply(Phase::InZone, None, &[], t(40));
+    let wait = Some("wait until the control plane sees this host");
+    r.apply(Phase::JoinStep, wait, &[], t(41));
+    assert_eq!(r.current().unwrap().phase, Phase::InZone);
+    assert_eq!(r.updated_at, rfc3339(t(41)), "the join's heartbeat counts");
+    // Its join still runs: a node in its zone that stops reporting is silent.
+    assert!(r.is_silent(t(41) + SILENT_AFTER * 2));
+    // A power cut now: the node's join starts again at its next boot.
+    r.apply(Phase::FirstBoot, None, &[], t(300));
+    r.apply(Phase::JoinStarted, None, &[], t(301));
+    r.apply(Phase::JoinStep, configure, &[], t(310));
+    assert_eq!(r.current().unwrap().phase, Phase::JoinStep);
+    r.apply(Phase::JoinFinished, None, &[], t(330));
+    // Done on the node's side: it reports nothing more and is not silent
+    // while the centre waits for its planes.
+    assert!(!r.is_silent(t(330) + SILENT_AFTER * 2));
+    r.apply(Phase::Placed, None, &[], t(335));
+    assert_eq!(r.current().unwrap().phase, Phase::Placed);
 }

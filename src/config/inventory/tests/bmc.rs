@@ -34,7 +34,8 @@ fn the_password_comes_from_a_private_file_or_the_environment() {
     std::fs::write(&file, "\nlater\n").unwrap();
     assert!(format!("{:#}", c.password().unwrap_err()).contains("is empty"));
     std::fs::write(&file, "x".repeat(5000)).unwrap();
-    assert!(format!("{:#}", c.password().unwrap_err()).contains("larger than 4096 bytes"));
+    let e = format!("{:#}", c.password().unwrap_err());
+    assert!(e.contains("is 5000 bytes, more than the 4096 bytes"), "{e}");
     let gone = creds(Some(&dir.path().join("missing")), None);
     let e = format!("{:#}", gone.password().unwrap_err());
     assert!(e.contains("missing (passwordFile)"), "{e}");

@@ -27,6 +27,8 @@ fn read_errors_name_path_and_line() {
         ("nodes:\n- hostname: n1\n  bmc:\n    endpoint: https://10.0.0.1\n    tls: {pin: sha256:abc}\n".into(), 11, "nodes[0].bmc.tls.pin", "dcn bmc fingerprint"),
         ("nodes:\n- hostname: n1\n  bmc:\n    endpoint: https://10.0.0.1\n    tls: {pinn: x}\n".into(), 11, "nodes[0].bmc.tls.pinn", "unknown field `pinn`"),
         ("nodes:\n- hostname: N_1\n".into(), 8, "nodes[0].hostname", "invalid hostname"),
+        ("nodes:\n- hostname: localhost\n".into(), 8, "nodes[0].hostname", "is reserved"),
+        (format!("nodes:\n- hostname: {}.{}\n", "a".repeat(40), "b".repeat(40)), 8, "nodes[0].hostname", "at most 64 characters"),
         (format!("bundle:\n  ttl: 400d\n{}", two_nodes()), 8, "bundle.ttl", "outside the allowed range for a bundle's lifetime, 1s to 365d"),
         (format!("bundle:\n  maxUses: 3\n{}", two_nodes()), 8, "bundle.maxUses", "unknown field `maxUses`"),
     ];
