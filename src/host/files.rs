@@ -240,8 +240,7 @@ impl Files {
         tmp.write_all(contents)?;
         tmp.as_file().sync_all()?;
         tmp.persist(hp).map_err(|e| e.error)?;
-        fs::File::open(parent)?.sync_all()?;
-        Ok(())
+        sync_dir(parent)
     }
 
     /// Make sure `path` is a directory with `spec`'s mode and owner.
@@ -280,7 +279,7 @@ impl Files {
         fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
         // The removal is on the disk, as a write is.
         if let Some(parent) = hp.parent() {
-            fs::File::open(parent)?.sync_all()?;
+            sync_dir(parent)?;
         }
         Ok(Change::Removed)
     }
@@ -387,6 +386,13 @@ fn text_diff(path: &str, old: &[u8], new: &[u8]) -> String {
             .to_string(),
         _ => format!("(binary contents, {} bytes)", new.len()),
     }
+}
+
+/// Put a directory's entries (a rename, a removal) on the disk.
+fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("flushing the directory {} to disk", dir.display()))
 }
 
 #[cfg(test)]
