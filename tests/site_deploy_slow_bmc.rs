@@ -288,3 +288,24 @@ fn a_node_silent_since_power_on_is_powered_on_once_more_then_failed() {
         "{phases:?}"
     );
 }
+
+#[test]
+fn a_followed_install_silent_since_power_on_boots_its_iso_again() {
+    // A re-run follows a node its earlier run powered on; the node never
+    // speaks. The follow turns into a new boot of its ISO, whose making is
+    // where this test's empty ISO path stops it.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let files = Files::new(&root, false);
+    let bmc = HostileBmc::start();
+    progress::record_at_centre(&files, SITE, HOST, Phase::MediaInserted, Some("Cd"), &[]).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ager = age_each_power_on(&root, stop.clone());
+    progress::record_at_centre(&files, SITE, HOST, Phase::PoweredOn, Some("On (Cd)"), &[]).unwrap();
+    let (r, took) = run(&root, target(dir.path(), &bmc), Start::Follow);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(ager.join().unwrap(), 1);
+    assert!(took < BOUND, "took {took:?}: {r:?}");
+    let (phase, _) = failed(&r);
+    assert_eq!(phase, "media", "{r:?}");
+}

@@ -163,29 +163,21 @@ fn drive(
             say("already placed; left alone");
             return Ok(Outcome::AlreadyPlaced);
         }
-        Start::Boot => from_iso(ctx, node, UNHEARD_RETRIES, &mut timed)?,
+        Start::Boot => one_more_power_on(|_| from_iso(ctx, node, &mut timed))?,
         Start::Reset => {
             // The installed system is on the disk: a restart from the disk
             // makes its first-boot join run again.
-            let mut left = UNHEARD_RETRIES;
-            loop {
+            one_more_power_on(|_| {
                 let t = Instant::now();
                 let join = ctx.limits.join_deadline();
                 to_disk(ctx, node, DiskBoot::Restart, &join).map_err(at("powered-on"))?;
                 timed("bmc", t);
                 let t = Instant::now();
-                match wait(ctx, node, "the node to be placed", &join, |s| s.placed) {
-                    Err(f) if f.unheard && left > 0 => {
-                        left -= 1;
-                        say(UNHEARD_RETRY);
-                    }
-                    done => {
-                        done?;
-                        timed("join", t);
-                        return placed(ctx, node);
-                    }
-                }
-            }
+                wait(ctx, node, "the node to be placed", &join, |s| s.placed)?;
+                timed("join", t);
+                Ok(())
+            })?;
+            return placed(ctx, node);
         }
         Start::Follow => {
             say("already under way; following it");
@@ -193,14 +185,16 @@ fn drive(
             if seen.booted {
                 ctx.limits.join_deadline()
             } else {
-                let install = ctx.limits.install_deadline();
-                match install_then_boot_disk(ctx, node, &install, &mut timed) {
-                    Err(f) if f.unheard && UNHEARD_RETRIES > 0 => {
-                        say(UNHEARD_RETRY);
-                        from_iso(ctx, node, UNHEARD_RETRIES - 1, &mut timed)?
+                // Following an install; a node silent since its power-on
+                // boots its ISO again.
+                one_more_power_on(|again| {
+                    if again {
+                        from_iso(ctx, node, &mut timed)
+                    } else {
+                        let install = ctx.limits.install_deadline();
+                        install_then_boot_disk(ctx, node, &install, &mut timed)
                     }
-                    join => join?,
-                }
+                })?
             }
         }
     };
@@ -216,36 +210,41 @@ fn drive(
 /// next (the lab's emulated nodes do too); nobody is at the site to press
 /// the button.
 const UNHEARD_RETRIES: u32 = 1;
-const UNHEARD_RETRY: &str =
-    "silent since it was powered on (a boot that hung?): powering it on again once";
+
+/// Run `attempt` (a power-on and what follows it; its argument says
+/// whether this is a retry); when the node never spoke after the power-on,
+/// try again, up to [`UNHEARD_RETRIES`] times.
+fn one_more_power_on<T>(mut attempt: impl FnMut(bool) -> Result<T, Failure>) -> Result<T, Failure> {
+    let mut left = UNHEARD_RETRIES;
+    let mut again = false;
+    loop {
+        match attempt(again) {
+            Err(f) if f.unheard && left > 0 => {
+                left -= 1;
+                again = true;
+                say("silent since it was powered on (a boot that hung?): powering it on again");
+            }
+            done => return done,
+        }
+    }
+}
 
 /// Boot the node's ISO through its BMC and follow the install until the
-/// node boots its disk; a node that never speaks after power-on gets
-/// `retries` more boots. Returns the join phase's deadline.
+/// node boots its disk. Returns the join phase's deadline.
 fn from_iso(
     ctx: &Run,
     node: &NodeTarget,
-    retries: u32,
     timed: &mut impl FnMut(&str, Instant),
 ) -> Result<Deadline, Failure> {
-    let mut left = retries;
-    loop {
-        let t = Instant::now();
-        let media = media_for(ctx, node).map_err(at("media"))?;
-        timed("media", t);
-        let t = Instant::now();
-        let url = format!("{}/{}", ctx.media_url, media);
-        let install = ctx.limits.install_deadline();
-        boot(ctx, node, &url, &install).map_err(at("powered-on"))?;
-        timed("bmc", t);
-        match install_then_boot_disk(ctx, node, &install, timed) {
-            Err(f) if f.unheard && left > 0 => {
-                left -= 1;
-                say(UNHEARD_RETRY);
-            }
-            join => return join,
-        }
-    }
+    let t = Instant::now();
+    let media = media_for(ctx, node).map_err(at("media"))?;
+    timed("media", t);
+    let t = Instant::now();
+    let url = format!("{}/{}", ctx.media_url, media);
+    let install = ctx.limits.install_deadline();
+    boot(ctx, node, &url, &install).map_err(at("powered-on"))?;
+    timed("bmc", t);
+    install_then_boot_disk(ctx, node, &install, timed)
 }
 
 /// The node is placed: its ISO (which holds a token) is no longer needed.
