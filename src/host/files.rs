@@ -263,6 +263,12 @@ impl Files {
             .with_context(|| format!("setting the mode of {path}"))?;
         self.chown(&hp, spec)
             .with_context(|| format!("setting the owner of {path}"))?;
+        // On the disk, as a file written here is: the directory's mode and
+        // owner, and its entry in its parent.
+        sync_dir(&hp)?;
+        if let Some(parent) = hp.parent() {
+            sync_dir(parent)?;
+        }
         Ok(change)
     }
 
