@@ -75,6 +75,9 @@ fn node(hostname: &str) -> NodeRecord {
         placed_at: None,
         key_pin: None,
         ovn_ca: None,
+        previous_ovn_cas: vec![],
+        certificate: None,
+        trusted_cas: vec![],
         config: None,
     }
 }

@@ -9,8 +9,10 @@
 //! a temporary root directory and a recording command runner.
 
 pub mod app;
+pub mod backup;
 pub mod bmc;
 pub mod bundle;
+pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod deploy;

@@ -18,6 +18,9 @@ pub struct Status {
     pub roles: Vec<String>,
     pub site: Option<String>,
     pub services: Vec<ServiceStatus>,
+    /// Certificates that expired, or are close to it and not renewed
+    /// (`crate::certs::inventory::CertRow::warning`).
+    pub certificate_warnings: Vec<String>,
     /// Every unit active and every check passing.
     pub ok: bool,
 }
@@ -93,6 +96,7 @@ pub fn status(host: &Host) -> Result<Status> {
                 roles: vec!["edge".into()],
                 site: None,
                 services: Vec::new(),
+                certificate_warnings: Vec::new(),
                 ok: false,
             });
         }
@@ -161,12 +165,18 @@ pub fn status(host: &Host) -> Result<Status> {
         });
     }
     let ok = ok && first_boot.as_ref().is_none_or(|f| f.state == "joined");
+    let certificate_warnings =
+        match crate::certs::inventory::list(&host.files, std::time::SystemTime::now()) {
+            Ok(rows) => rows.iter().filter_map(|r| r.warning()).collect(),
+            Err(e) => vec![format!("the certificates could not be read: {e:#}")],
+        };
     Ok(Status {
         first_boot,
         hostname: deployment.hostname,
         roles: deployment.roles,
         site: deployment.site,
         services,
+        certificate_warnings,
         ok,
     })
 }
@@ -211,6 +221,9 @@ impl std::fmt::Display for Status {
                     c.check
                 )?;
             }
+        }
+        for w in &self.certificate_warnings {
+            writeln!(f, "  [WARN] {w}: see `dcn cert list`, `dcn cert renew`")?;
         }
         write!(
             f,

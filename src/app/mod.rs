@@ -1,8 +1,10 @@
 //! One library call per subcommand: [`run`] maps the parsed command line
 //! onto the library and prints results on stdout.
 
+mod backup;
 mod bmc;
 mod bundle;
+mod certs;
 mod image;
 mod join;
 mod lab;
@@ -37,6 +39,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Site(cmd) => sites::site(cmd),
         Command::Node(cmd) => sites::node(cmd),
+        Command::Cert(cmd) => certs::cert(cmd),
+        Command::Ca(cmd) => certs::ca(cmd),
+        Command::Backup(args) => backup::backup(args),
+        Command::Restore(args) => backup::restore(args),
         Command::Bmc(cmd) => bmc::bmc(cmd),
         Command::Image(cmd) => image::image(cmd),
         Command::Install(args) => image::install(args),

@@ -131,6 +131,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
                         Column::new("COMPUTE", 16).at_least(9),
                         Column::new("NETWORK", 16).at_least(9),
                         Column::new("JOINED", 32).at_least(20),
+                        Column::new("CERT", 16).at_least(7),
                         Column::new("PHASE", 64),
                     ])
                     .gap(1);
@@ -146,6 +147,10 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
                             n.compute.as_str(),
                             n.network.as_str(),
                             joined.map_or("-", |j| j.joined_at.as_str()),
+                            n.progress
+                                .certificate
+                                .as_ref()
+                                .map_or("-", |c| c.state.as_str()),
                             &n.progress.shown,
                         ]);
                     }
@@ -164,21 +169,49 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             None => println!(
                 "a dcn join is running on this host; the next sync applies the site config"
             ),
-            Some(synced) if synced.changed.is_empty() => println!(
-                "site config revision {}: nothing to change",
-                synced.revision
-            ),
-            Some(synced) => println!(
-                "site config revision {} applied: wrote {}; restarted {}",
-                synced.revision,
-                synced.changed.join(", "),
-                if synced.restarted.is_empty() {
-                    "nothing".to_string()
+            Some(synced) => {
+                if synced.changed.is_empty() {
+                    println!(
+                        "site config revision {}: nothing to change",
+                        synced.revision
+                    );
                 } else {
-                    synced.restarted.join(", ")
+                    println!(
+                        "site config revision {} applied: wrote {}; restarted {}",
+                        synced.revision,
+                        synced.changed.join(", "),
+                        if synced.restarted.is_empty() {
+                            "nothing".to_string()
+                        } else {
+                            synced.restarted.join(", ")
+                        }
+                    );
                 }
-            ),
+                if let Some(c) = &synced.certificate {
+                    if let Some((serial, until)) = &c.renewed {
+                        println!(
+                            "renewed this node's certificate: serial {serial}, valid until {until}"
+                        );
+                    }
+                    if c.trust_changed {
+                        println!("the CAs this node trusts changed");
+                    }
+                }
+            }
         },
+        NodeCommand::TrustCa { ca_pin } => {
+            let pin: crate::pki::Pin = ca_pin.parse()?;
+            let done = crate::join::node_cert::trust_ca(&host, &pin)?;
+            println!(
+                "This node trusts the control plane's CAs again{}.",
+                match &done.renewed {
+                    Some((serial, until)) => format!(
+                        " and renewed its certificate (serial {serial}, valid until {until})"
+                    ),
+                    None => String::new(),
+                }
+            );
+        }
         NodeCommand::Remove { hostname } => {
             match crate::sites::admin::remove_node(&host, &hostname)? {
                 Removed::Node => println!(

@@ -36,12 +36,21 @@ pub struct Manifest {
     /// control plane's `zones.edgeConfigDrive`). Absent: yes.
     #[serde(default = "yes")]
     pub config_drive: bool,
+    /// CA certificates (PEM) the host trusts besides `ca.crt`, which alone
+    /// signs and is pinned: while the control plane moves to a new CA
+    /// (`dcn ca rotate`), `ca.crt` is the new one and this holds the one
+    /// its services still present. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_trusted: Vec<String>,
     /// The public id of the join token in the `token` member.
     pub token_id: String,
     /// `sha256:<hex>` of each other member's bytes (`ca.crt`, `token`). The
     /// writer fills this in.
     pub members: BTreeMap<String, Sha256Digest>,
 }
+
+/// The most CAs a bundle trusts besides `ca.crt` (one during a rotation).
+pub const MAX_ALSO_TRUSTED: usize = 2;
 
 fn yes() -> bool {
     true
@@ -135,6 +144,22 @@ impl Manifest {
             if entry.names.is_empty() {
                 let msg = format!("lists no host name for {}", entry.address);
                 return problem(&format!("hosts[{i}].names"), msg);
+            }
+        }
+        if self.also_trusted.len() > MAX_ALSO_TRUSTED {
+            let msg = format!(
+                "lists {} CAs; a bundle names at most {MAX_ALSO_TRUSTED} besides ca.crt",
+                self.also_trusted.len()
+            );
+            return problem("alsoTrusted", msg);
+        }
+        for (i, pem) in self.also_trusted.iter().enumerate() {
+            let blocks = pem.matches("-----BEGIN ").count();
+            let ok = blocks == 1
+                && crate::pki::CertInfo::from_pem(pem).is_ok_and(|c| c.is_ca && c.key_cert_sign);
+            if !ok {
+                let msg = "is not one PEM certificate of a CA that may sign certificates".into();
+                return problem(&format!("alsoTrusted[{i}]"), msg);
             }
         }
         if let Err(e) = token::check_id(&self.token_id) {

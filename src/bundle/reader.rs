@@ -69,6 +69,14 @@ pub struct VerifiedBundle {
 }
 
 impl VerifiedBundle {
+    /// Every CA the host trusts (PEM): `ca.crt`, then the manifest's
+    /// `alsoTrusted` (during a CA rotation, the CA being replaced).
+    pub fn trusted_pem(&self) -> String {
+        let mut all = vec![self.ca_cert_pem.clone()];
+        all.extend(self.manifest.also_trusted.iter().cloned());
+        crate::certs::authority::join_pem(&all)
+    }
+
     /// How long until the bundle expires; zero once it has.
     pub fn expires_in(&self, now: SystemTime) -> Duration {
         self.manifest

@@ -1,8 +1,10 @@
 //! The command line, as clap definitions and nothing else. [`crate::app`]
 //! turns a parsed [`Cli`] into one library call per subcommand.
 
+mod backup;
 pub mod bmc;
 mod bundle;
+mod certs;
 mod config;
 pub mod image;
 mod join;
@@ -12,7 +14,9 @@ mod preflight;
 mod sites;
 mod standalone;
 
+pub use backup::{BackupArgs, BackupCommand, RestoreArgs};
 pub use bundle::BundleCommand;
+pub use certs::{CaCommand, CertCommand};
 pub use config::ConfigCommand;
 pub use join::JoinArgs;
 pub use lab::{LabCommand, LabDirArgs, LabUpArgs, LinkState};
@@ -87,6 +91,26 @@ pub enum Command {
     /// Manage joined edge hosts on the control plane
     #[command(subcommand)]
     Node(NodeCommand),
+    /// The certificates dcn issued: list them, renew them
+    #[command(subcommand)]
+    Cert(CertCommand),
+    /// The control plane's certificate authority: its pin, and rotating it
+    #[command(subcommand)]
+    Ca(CaCommand),
+    /// Back up the control plane while it runs (or check a backup: `dcn backup verify FILE`)
+    ///
+    /// One archive of everything the control plane knows: its databases (one transaction),
+    /// OVN's northbound and southbound, RabbitMQ's users and permissions, dcn's own state
+    /// (sites, nodes, tokens, config revisions, secrets, the CA), keystone's keys, and with
+    /// --with-images glance's images. It holds every secret of the cloud: it is written
+    /// 0600; keep it off the host, where only you can read it.
+    Backup(BackupArgs),
+    /// Put the control plane back from a backup, on a blank host of the same name and address
+    ///
+    /// Checks the archive first (nothing changes if it is truncated, corrupt, tampered with,
+    /// of a newer dcn or of another cloud), puts dcn's state back, installs and starts the
+    /// services, loads the databases; every edge then reconnects by itself.
+    Restore(RestoreArgs),
     /// Show what dcn set up on this host and whether it works
     Status {
         #[arg(long, value_enum, default_value_t)]

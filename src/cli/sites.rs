@@ -106,6 +106,17 @@ pub enum NodeCommand {
     /// Writes the drop-ins that differ, restarts the services whose drop-in
     /// changed, and reports the revision to the control plane.
     SyncConfig,
+    /// On an edge that missed a CA rotation: trust the control plane's CAs again
+    ///
+    /// Fetches the CAs the join service offers, keeps them only if one has the pin
+    /// `dcn ca status` prints on the control plane, checks that the service holds a
+    /// certificate of that CA, installs them where this node's services read them, and
+    /// checks the node's certificate.
+    TrustCa {
+        /// The pin of the control plane's CA (`dcn ca status`)
+        #[arg(long, value_name = "sha256:HEX")]
+        ca_pin: String,
+    },
     /// Remove an edge host: its credentials die, then its compute service, resource provider, aggregate membership and progress record go
     ///
     /// A host that only reported progress and never joined loses its progress record.

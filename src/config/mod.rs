@@ -3,6 +3,8 @@
 //! fields, wrong types and bad values are errors that name the file, line and
 //! field path.
 
+pub mod backup;
+pub mod certificates;
 mod ini_text;
 pub mod inventory;
 pub mod node;

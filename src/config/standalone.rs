@@ -27,6 +27,10 @@ pub struct StandaloneConfig {
     pub bundle: BundleDefaults,
     #[serde(default)]
     pub zones: Zones,
+    #[serde(default)]
+    pub certificates: super::certificates::Certificates,
+    #[serde(default)]
+    pub backup: super::backup::BackupSchedule,
 }
 
 /// The `kind` of a [`StandaloneConfig`] file.
@@ -48,6 +52,8 @@ impl Default for StandaloneConfig {
             services: Services::default(),
             bundle: BundleDefaults::default(),
             zones: Zones::default(),
+            certificates: Default::default(),
+            backup: Default::default(),
         }
     }
 }

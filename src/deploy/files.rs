@@ -106,23 +106,7 @@ impl ConfigFiles {
             out.push((path.clone(), body.into_bytes(), spec.clone()));
         }
         for c in &self.certs {
-            let (cert, key) = self.cert_source.leaf(files, &c.leaf)?;
-            let ca = self.cert_source.ca(files)?;
-            out.push((
-                c.cert.clone(),
-                cert.into_bytes(),
-                FileSpec::public().owner(&c.owner, &c.group),
-            ));
-            out.push((
-                c.key.clone(),
-                key.expose().as_bytes().to_vec(),
-                FileSpec::secret().owner(&c.owner, &c.group),
-            ));
-            out.push((
-                c.ca.clone(),
-                ca.into_bytes(),
-                FileSpec::public().owner(&c.owner, &c.group),
-            ));
+            out.extend(certificate_files(c, self.cert_source.as_ref(), files)?);
         }
         Ok(out)
     }
@@ -132,6 +116,34 @@ impl ConfigFiles {
     pub fn rendered(&self) -> &[RenderedFile] {
         &self.files
     }
+}
+
+/// The copies of a certificate a service reads (certificate, key, CA
+/// certificates), as (path, contents, spec), from `source`.
+pub fn certificate_files(
+    c: &CertificateRecipe,
+    source: &dyn CertSource,
+    files: &Files,
+) -> Result<Vec<(String, Vec<u8>, FileSpec)>> {
+    let (cert, key) = source.leaf(files, &c.leaf)?;
+    let ca = source.ca(files)?;
+    Ok(vec![
+        (
+            c.cert.clone(),
+            cert.into_bytes(),
+            FileSpec::public().owner(&c.owner, &c.group),
+        ),
+        (
+            c.key.clone(),
+            key.expose().as_bytes().to_vec(),
+            FileSpec::secret().owner(&c.owner, &c.group),
+        ),
+        (
+            c.ca.clone(),
+            ca.into_bytes(),
+            FileSpec::public().owner(&c.owner, &c.group),
+        ),
+    ])
 }
 
 /// Two services may write the same file (the empty `nova.conf` of nova and

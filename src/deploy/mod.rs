@@ -8,7 +8,7 @@ mod health;
 mod packages;
 mod service;
 
-pub use files::{CertSource, ConfigFiles};
+pub use files::{CertSource, ConfigFiles, certificate_files};
 pub use health::Health;
 pub use packages::Packages;
 pub use service::{Database, DisableUnits, ReloadUnits, Setup, Unit};

@@ -13,7 +13,7 @@ pub mod lock;
 pub mod read;
 pub mod space;
 pub mod systemd;
-mod users;
+pub mod users;
 
 pub use command::{Cmd, CmdOutput, RecordingRunner, Runner, SystemRunner};
 pub use files::{Change, FileSpec, Files, PlannedChange};

@@ -27,6 +27,30 @@ fn lookup(root: &Path, file: &str, name: &str) -> Result<u32> {
     )
 }
 
+/// The name of numeric id `id` in `root/etc/{passwd,group}`, or the number
+/// itself when no entry has it.
+fn name_of(root: &Path, file: &str, id: u32) -> Result<String> {
+    let path = root.join("etc").join(file);
+    let text = super::read::read_string(&path, &ReadSpec::up_to(super::read::MAX_STATE))?;
+    let wanted = id.to_string();
+    Ok(text
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&wanted.as_str()))
+        .and_then(|f| f.first().map(|n| n.to_string()))
+        .unwrap_or(wanted))
+}
+
+/// The user name of `uid` under `root`.
+pub fn user_name(root: &Path, uid: u32) -> Result<String> {
+    name_of(root, "passwd", uid)
+}
+
+/// The group name of `gid` under `root`.
+pub fn group_name(root: &Path, gid: u32) -> Result<String> {
+    name_of(root, "group", gid)
+}
+
 pub fn uid(root: &Path, user: &str) -> Result<u32> {
     lookup(root, "passwd", user)
 }
@@ -52,6 +76,9 @@ mod tests {
         assert_eq!(uid(dir.path(), "nova").unwrap(), 64060);
         assert_eq!(gid(dir.path(), "nova").unwrap(), 64061);
         assert_eq!(uid(dir.path(), "42").unwrap(), 42);
+        assert_eq!(user_name(dir.path(), 64060).unwrap(), "nova");
+        assert_eq!(group_name(dir.path(), 64061).unwrap(), "nova");
+        assert_eq!(user_name(dir.path(), 7).unwrap(), "7");
         let err = uid(dir.path(), "glance").unwrap_err();
         assert!(format!("{err:#}").contains("user \"glance\" does not exist"));
     }

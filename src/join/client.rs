@@ -157,6 +157,28 @@ impl JoinClient {
         Self::decode(resp, "the config request")
     }
 
+    /// Report the CAs this node trusts, and send a CSR when its
+    /// certificate is due (30 s at most).
+    pub fn certificate(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        check: &CertificateCheck,
+    ) -> Result<CertificateReply> {
+        let resp = self
+            .http
+            .post(format!(
+                "{}{NODES_PATH}{hostname}{CERTIFICATE_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .json(check)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .with_context(|| format!("checking this node's certificate with {}", self.base))?;
+        Self::decode(resp, "the certificate check")
+    }
+
     /// Tell the centre which revision this node runs (10 s at most).
     pub fn config_applied(
         &self,

@@ -8,9 +8,7 @@
 //! this node's catalogue does not know, is refused before anything changes.
 
 use super::client::JoinClient;
-use super::edge::Credentials;
 use super::protocol::{ConfigApplied, MAX_DETAIL, NodeConfigReply};
-use crate::deployment::Deployment;
 use crate::host::lock::FileLock;
 use crate::host::systemd::Systemd;
 use crate::host::{FileSpec, Host};
@@ -69,6 +67,8 @@ pub struct Synced {
     pub changed: Vec<String>,
     /// Units restarted.
     pub restarted: Vec<String>,
+    /// The node's certificate check, when it was time for one.
+    pub certificate: Option<super::node_cert::Checked>,
 }
 
 /// Fetch, apply and report; `None` when a `dcn join` is running on this
@@ -77,26 +77,31 @@ pub fn sync(host: &Host) -> Result<Option<Synced>> {
     let Some(_lock) = FileLock::try_take(&host.files, NODE_LOCK)? else {
         return Ok(None);
     };
-    let deployment = Deployment::load(&host.files)?
-        .filter(|d| d.site.is_some())
-        .context("this host has not joined a control plane: run `dcn join` first")?;
-    let creds = Credentials::load(&host.files)?
-        .context("this node's credentials are missing; run `dcn join` again")?;
-    let endpoint = host
-        .files
-        .read_string(JOIN_ENDPOINT)?
-        .with_context(|| format!("{JOIN_ENDPOINT} is missing; run `dcn join` again"))?;
-    let ca = host
-        .files
-        .read_string(crate::standalone::values::PUBLIC_CA)?
-        .context("the control plane's CA is missing; run `dcn join` again")?;
-    let client = JoinClient::new(endpoint.trim(), &ca)?;
+    let (deployment, creds, client) = super::node_cert::connect(host)?;
     let secret = creds.node_secret.expose();
     let hostname = &deployment.hostname;
     let reply = client.node_config(hostname, secret)?;
+    let config = apply_and_report(host, &client, hostname, secret, &reply);
+    // The certificate and the trusted CAs, whatever became of the config.
+    let certificate =
+        super::node_cert::check(host, &client, hostname, &creds, super::node_cert::When::Due)
+            .context("checking this node's certificate");
+    let mut synced = config?;
+    synced.certificate = certificate?;
+    Ok(Some(synced))
+}
+
+/// Apply a fetched revision and tell the centre what became of it.
+fn apply_and_report(
+    host: &Host,
+    client: &JoinClient,
+    hostname: &str,
+    secret: &str,
+    reply: &NodeConfigReply,
+) -> Result<Synced> {
     let recipes = crate::recipes::catalogue::embedded();
     let applied = Applied::load(host)?.unwrap_or_default();
-    match apply(host, recipes, &reply) {
+    match apply(host, recipes, reply) {
         Ok(synced) => {
             let mut now = Applied {
                 revision: reply.revision,
@@ -113,7 +118,7 @@ pub fn sync(host: &Host) -> Result<Option<Synced>> {
                 now.reported = true;
                 now.save(host)?;
             }
-            Ok(Some(synced))
+            Ok(synced)
         }
         Err(e) => {
             let why: String = format!("{e:#}").chars().take(MAX_DETAIL).collect();
@@ -177,6 +182,7 @@ pub fn apply(host: &Host, recipes: &Recipes, reply: &NodeConfigReply) -> Result<
         revision: reply.revision,
         changed,
         restarted: restart,
+        certificate: None,
     })
 }
 

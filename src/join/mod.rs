@@ -11,6 +11,7 @@
 pub mod client;
 pub mod config_sync;
 pub(crate) mod edge;
+pub mod node_cert;
 pub mod protocol;
 pub mod reporter;
 
@@ -156,7 +157,7 @@ fn join_verified(
     })?;
     let client = JoinClient::new(
         bundle.manifest.control_plane.join_endpoint.as_str(),
-        &bundle.ca_cert_pem,
+        &bundle.trusted_pem(),
     )?;
     let deadline = Instant::now() + opts.timeout;
     timer.step("reach the control plane", || {

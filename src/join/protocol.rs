@@ -26,6 +26,14 @@
 //! - `POST /v1/nodes/{hostname}/config`: node secret; a [`ConfigApplied`]
 //!   (the revision it now runs, or why the fetched one did not apply). Body
 //!   at most [`CONFIG_MAX_BODY`].
+//! - `POST /v1/nodes/{hostname}/certificate`: node secret; a
+//!   [`CertificateCheck`] (the CAs the node trusts, and a CSR for its own
+//!   key when its certificate is due). The [`CertificateReply`] carries the
+//!   CAs to trust now (two during a CA rotation), when to renew, and the
+//!   renewed certificate. Body at most [`CERTIFICATE_MAX_BODY`].
+//! - `GET /v1/ca`: no credential; the CA certificates the control plane's
+//!   clients trust ([`TrustedCas`]), for a node that missed a CA rotation
+//!   and checks them against a pin its operator gives.
 //! - `GET /v1/health`: the service's time, for the edge's clock check.
 
 use serde::{Deserialize, Serialize};
@@ -43,6 +51,15 @@ pub const PROGRESS_PATH: &str = "/v1/progress";
 pub const CONFIG_SUFFIX: &str = "/config";
 /// Largest config report body accepted.
 pub const CONFIG_MAX_BODY: usize = 4 * 1024;
+
+/// The suffix of a node's certificate resource under [`NODES_PATH`].
+pub const CERTIFICATE_SUFFIX: &str = "/certificate";
+/// Largest certificate check body accepted (a CSR and a few pins).
+pub const CERTIFICATE_MAX_BODY: usize = 8 * 1024;
+/// The most CA pins a node reports.
+pub const MAX_TRUSTED_CAS: usize = 8;
+/// The CA certificates the control plane's clients trust.
+pub const CA_PATH: &str = "/v1/ca";
 
 /// Largest progress report body accepted.
 pub const PROGRESS_MAX_BODY: usize = 16 * 1024;
@@ -382,4 +399,40 @@ pub struct ConfigApplied {
     /// Why the revision it fetched did not apply (cut to [`MAX_DETAIL`]).
     #[serde(default)]
     pub error: Option<String>,
+}
+
+/// What a node sends when it checks its certificate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CertificateCheck {
+    /// The pins (`sha256:…`) of the CAs the node trusts now.
+    pub trusted_cas: Vec<String>,
+    /// A CSR for the node's own key, when its certificate is due.
+    #[serde(default)]
+    pub csr: Option<String>,
+}
+
+/// The answer to a [`CertificateCheck`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CertificateReply {
+    /// Every CA certificate (PEM) the node must trust now, the newest
+    /// first.
+    pub trusted_cas: Vec<String>,
+    /// Renew once this many percent of the certificate's validity are left.
+    pub renew_when_left: u8,
+    /// How often to check again, in seconds.
+    pub check_every: u64,
+    /// The renewed certificate, when the check carried a CSR.
+    #[serde(default)]
+    pub certificate: Option<String>,
+}
+
+/// `GET /v1/ca`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustedCas {
+    /// Every CA certificate (PEM) the control plane's clients trust, the
+    /// newest first.
+    pub trusted_cas: Vec<String>,
 }

@@ -22,11 +22,18 @@ use time::{Duration, OffsetDateTime};
 
 /// How long the CA is valid: 10 years.
 pub const CA_VALIDITY: Duration = Duration::days(3650);
-/// How long a leaf certificate is valid: 2 years.
+/// How long a leaf certificate is valid when its issuer names no lifetime
+/// (the lab's BMC certificates, tests): 2 years. The control plane's and
+/// the nodes' follow `certificates:` in the config.
 pub const LEAF_VALIDITY: Duration = Duration::days(730);
-/// Certificates start an hour in the past so a node whose clock is slightly
-/// behind the control plane's still accepts them.
+/// Certificates start up to an hour in the past so a node whose clock is
+/// slightly behind the control plane's still accepts them; a tenth of the
+/// lifetime for short ones (a lab drilling renewal in minutes).
 const BACKDATE: Duration = Duration::hours(1);
+
+fn backdate(validity: Duration) -> Duration {
+    BACKDATE.min(validity / 10)
+}
 
 /// The CA: its certificate (public) and private key (secret).
 pub struct CertificateAuthority {
@@ -64,8 +71,13 @@ impl CertificateAuthority {
     /// Create a new CA named `common_name`, valid from an hour ago for
     /// [`CA_VALIDITY`].
     pub fn generate(common_name: &str) -> Result<Self> {
+        Self::generate_for(common_name, CA_VALIDITY)
+    }
+
+    /// Create a new CA named `common_name`, valid for `validity`.
+    pub fn generate_for(common_name: &str, validity: Duration) -> Result<Self> {
         let now = OffsetDateTime::now_utc();
-        Self::generate_valid(common_name, now - BACKDATE, now + CA_VALIDITY)
+        Self::generate_valid(common_name, now - backdate(validity), now + validity)
     }
 
     /// Create a new CA named `common_name`, valid from `not_before` to
@@ -128,11 +140,17 @@ impl CertificateAuthority {
         Issuer::from_ca_cert_pem(&self.cert_pem, key).context("reading the CA certificate")
     }
 
-    /// Issue a leaf certificate with a fresh key.
+    /// Issue a leaf certificate with a fresh key, valid for
+    /// [`LEAF_VALIDITY`].
     pub fn issue(&self, req: &LeafRequest) -> Result<IssuedCert> {
+        self.issue_for(req, LEAF_VALIDITY)
+    }
+
+    /// Issue a leaf certificate with a fresh key, valid for `validity`.
+    pub fn issue_for(&self, req: &LeafRequest, validity: Duration) -> Result<IssuedCert> {
         let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
             .with_context(|| format!("generating a key for {}", req.common_name))?;
-        let params = leaf_params(req)?;
+        let params = leaf_params(req, validity)?;
         let cert = params
             .signed_by(&key, &self.issuer()?)
             .with_context(|| format!("signing the certificate for {}", req.common_name))?;
@@ -146,9 +164,19 @@ impl CertificateAuthority {
     /// from `req`, not from the CSR, so a node cannot ask for names it was
     /// not given; only the CSR's public key is used.
     pub fn sign_csr(&self, csr_pem: &str, req: &LeafRequest) -> Result<String> {
+        self.sign_csr_for(csr_pem, req, LEAF_VALIDITY)
+    }
+
+    /// [`Self::sign_csr`], for a certificate valid for `validity`.
+    pub fn sign_csr_for(
+        &self,
+        csr_pem: &str,
+        req: &LeafRequest,
+        validity: Duration,
+    ) -> Result<String> {
         let csr = rcgen::CertificateSigningRequestParams::from_pem(csr_pem)
             .context("reading the certificate signing request")?;
-        let params = leaf_params(req)?;
+        let params = leaf_params(req, validity)?;
         let cert = params
             .signed_by(&csr.public_key, &self.issuer()?)
             .with_context(|| format!("signing the certificate for {}", req.common_name))?;
@@ -192,6 +220,9 @@ pub fn verify_issued_by(ca_cert_pem: &str, leaf_pem: &str) -> Result<()> {
 #[derive(Debug, Clone)]
 pub struct CertInfo {
     pub subject: String,
+    pub issuer: String,
+    /// The serial number, in hex.
+    pub serial: String,
     pub not_before: OffsetDateTime,
     pub not_after: OffsetDateTime,
     /// Basic constraints say CA:TRUE.
@@ -242,6 +273,8 @@ impl CertInfo {
         };
         Ok(CertInfo {
             subject: cert.subject().to_string(),
+            issuer: cert.issuer().to_string(),
+            serial: hex::encode(cert.raw_serial()),
             not_before: cert.validity().not_before.to_datetime(),
             not_after: cert.validity().not_after.to_datetime(),
             is_ca: cert.is_ca(),
@@ -283,7 +316,7 @@ fn random_serial() -> rcgen::SerialNumber {
     rcgen::SerialNumber::from_slice(&bytes)
 }
 
-fn leaf_params(req: &LeafRequest) -> Result<CertificateParams> {
+fn leaf_params(req: &LeafRequest, validity: Duration) -> Result<CertificateParams> {
     let mut params = CertificateParams::default();
     params.distinguished_name = name(&req.common_name);
     for d in &req.dns_names {
@@ -311,8 +344,8 @@ fn leaf_params(req: &LeafRequest) -> Result<CertificateParams> {
     };
     params.use_authority_key_identifier_extension = true;
     let now = OffsetDateTime::now_utc();
-    params.not_before = now - BACKDATE;
-    params.not_after = now + LEAF_VALIDITY;
+    params.not_before = now - backdate(validity);
+    params.not_after = now + validity;
     params.serial_number = Some(random_serial());
     Ok(params)
 }

@@ -102,6 +102,28 @@ impl Recipes {
                 }
             }
         }
+        let mut parts = std::collections::BTreeSet::new();
+        for s in self.services.values() {
+            for b in &s.backup {
+                b.check()
+                    .map_err(|e| anyhow::anyhow!("backup part {} of {}: {e}", b.name, s.service))?;
+                if b.dump.is_some() && s.phase != ServicePhase::Infrastructure {
+                    bail!(
+                        "backup part {} of {}: dumps are loaded back right after the infrastructure phase, so only its services may make them",
+                        b.name,
+                        s.service
+                    );
+                }
+                if !parts.insert(b.name.clone()) {
+                    bail!("two backup parts are called {}", b.name);
+                }
+            }
+            for c in &s.certificates {
+                c.on_renew
+                    .check()
+                    .map_err(|e| anyhow::anyhow!("certificate {} of {}: {e}", c.leaf, s.service))?;
+            }
+        }
         exports::check_unique(self)?;
         site_credentials::check(self)?;
         for role in self.roles.values() {

@@ -126,13 +126,15 @@ pub fn join(
     // The node's certificate, from a CA made for it alone (the SB trusts
     // that CA while the node is a member). The CSR's signature proves the
     // requester holds the key.
-    let issued = ovn_access::issue(&req.csr, hostname.as_str(), address).map_err(|e| {
-        refuse(
-            400,
-            "bad-request",
-            format!("the certificate signing request is not usable: {e:#}"),
-        )
-    })?;
+    let policy = node_policy(host)?;
+    let issued =
+        ovn_access::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
+            refuse(
+                400,
+                "bad-request",
+                format!("the certificate signing request is not usable: {e:#}"),
+            )
+        })?;
     // A known host may join again (an interrupted join running again, with
     // the key it kept) without spending a use; anyone else naming it is
     // refused, whatever the token allows.
@@ -231,6 +233,25 @@ pub fn join(
             placed_at: existing.as_ref().and_then(|n| n.placed_at.clone()),
             key_pin: Some(issued.key_pin),
             ovn_ca: Some(issued.ca_pem),
+            // A join again (same key) keeps the earlier certificates'
+            // sessions until they expire.
+            previous_ovn_cas: existing
+                .as_ref()
+                .map(|n| {
+                    ovn_access::unexpired(
+                        n.previous_ovn_cas
+                            .iter()
+                            .chain(&n.ovn_ca)
+                            .cloned()
+                            .collect(),
+                    )
+                })
+                .unwrap_or_default(),
+            certificate: Some(issued.cert_pem.clone()),
+            trusted_cas: existing
+                .as_ref()
+                .map(|n| n.trusted_cas.clone())
+                .unwrap_or_default(),
             config: existing.as_ref().and_then(|n| n.config.clone()),
         })
         .map_err(internal)?;
@@ -249,6 +270,12 @@ pub fn join(
         node_secret,
         credentials,
     })
+}
+
+/// The certificate lifetimes and renewal point of this control plane.
+pub(super) fn node_policy(host: &Host) -> Result<crate::certs::policy::Policy, Refusal> {
+    let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
+    Ok(crate::certs::policy::Policy::from(&config.certificates))
 }
 
 /// `joined` in the node's progress record, which is the site's from now on

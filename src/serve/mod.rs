@@ -6,6 +6,7 @@
 //! aggregate.
 
 mod backoff;
+mod certificate;
 mod challenge;
 mod config;
 mod gate;
@@ -145,17 +146,14 @@ pub fn serve_with(
     })
 }
 
-/// The server's TLS configuration: the `join` leaf of the dcn CA.
+/// The server's TLS configuration: the `join` leaf of the dcn CA, read
+/// again when `dcn cert renew` replaces it.
 fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
-    let cert = host
-        .files
-        .read_string(&crate::paths::leaf_cert("join"))?
-        .context("the join certificate is missing; run `dcn standalone init --phase secrets`")?;
-    let key = host
-        .files
-        .read_secret(&crate::paths::leaf_key("join"))?
-        .context("the join key is missing; run `dcn standalone init --phase secrets`")?;
-    crate::tls::server_config(&cert, &key, "the join service")
+    let cert = host.files.host_path(&crate::paths::leaf_cert("join"))?;
+    let key = host.files.host_path(&crate::paths::leaf_key("join"))?;
+    crate::tls::reloading::server_config(cert, key, "the join service").context(
+        "the join certificate does not load; run `dcn cert renew` (or `dcn standalone init --phase secrets`)",
+    )
 }
 
 /// The join service's answer to a request body (a join or a progress

@@ -2,8 +2,10 @@
 //! path ([`super::routes`]) to its handler, its body read within limits, its outcome logged.
 
 use super::routes::Route;
-use super::{State, answer_join, config, handlers, progress, shown};
-use crate::join::protocol::{CONFIG_MAX_BODY, ErrorReply, Health, PROGRESS_MAX_BODY};
+use super::{State, answer_join, certificate, config, handlers, progress, shown};
+use crate::join::protocol::{
+    CERTIFICATE_MAX_BODY, CONFIG_MAX_BODY, ErrorReply, Health, PROGRESS_MAX_BODY,
+};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
@@ -182,6 +184,45 @@ async fn route(
                     json(r.status, &r.reply),
                     format!("(node {shown_host} config) refused: {}", r.reply.error),
                 ),
+                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
+            }
+        }
+        Route::NodeCertificate(hostname) => {
+            let shown_host = shown(hostname.as_str());
+            let bearer = bearer(&req);
+            let body = match read_body(req, CERTIFICATE_MAX_BODY, body_time).await {
+                Ok(b) => b,
+                Err(refusal) => return (refusal, String::new()),
+            };
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || {
+                certificate::check(&st.host, hostname.as_str(), bearer.as_deref(), &body)
+            })
+            .await
+            {
+                Ok(Ok(reply)) => {
+                    let what = if reply.certificate.is_some() {
+                        "renewed"
+                    } else {
+                        "checked"
+                    };
+                    (
+                        json(200, &reply),
+                        format!("(node {shown_host} certificate) {what}"),
+                    )
+                }
+                Ok(Err(r)) => (
+                    json(r.status, &r.reply),
+                    format!("(node {shown_host} certificate) refused: {}", r.reply.error),
+                ),
+                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
+            }
+        }
+        Route::TrustedCas => {
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || certificate::trusted_cas(&st.host)).await {
+                Ok(Ok(cas)) => (json(200, &cas), String::new()),
+                Ok(Err(r)) => (json(r.status, &r.reply), String::new()),
                 Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
             }
         }

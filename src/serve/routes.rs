@@ -6,7 +6,8 @@
 
 use crate::config::types::NodeName as Hostname;
 use crate::join::protocol::{
-    CHALLENGE_PATH, CONFIG_SUFFIX, HEALTH_PATH, JOIN_PATH, NODES_PATH, OLD_JOIN_PATH, PROGRESS_PATH,
+    CA_PATH, CERTIFICATE_SUFFIX, CHALLENGE_PATH, CONFIG_SUFFIX, HEALTH_PATH, JOIN_PATH, NODES_PATH,
+    OLD_JOIN_PATH, PROGRESS_PATH,
 };
 
 /// What a request asks for.
@@ -28,6 +29,10 @@ pub enum Route {
     FetchConfig(Hostname),
     /// `POST /v1/nodes/{host}/config`.
     ReportConfig(Hostname),
+    /// `POST /v1/nodes/{host}/certificate`.
+    NodeCertificate(Hostname),
+    /// `GET /v1/ca`.
+    TrustedCas,
     /// A node path whose host part is not a host name (shown in the log,
     /// escaped, as the client sent it).
     NotAHostName(String),
@@ -45,26 +50,37 @@ impl Route {
             ("POST", CHALLENGE_PATH) => return Route::JoinChallenge,
             ("POST", OLD_JOIN_PATH) => return Route::OldJoin,
             ("POST", PROGRESS_PATH) => return Route::Progress,
+            ("GET", CA_PATH) => return Route::TrustedCas,
             _ => {}
         }
         let Some(rest) = path.strip_prefix(NODES_PATH) else {
             return Route::NotFound;
         };
-        let (name, config) = match rest.strip_suffix(CONFIG_SUFFIX) {
-            Some(name) => (name, true),
-            None => (rest, false),
+        #[derive(PartialEq)]
+        enum Resource {
+            Node,
+            Config,
+            Certificate,
+        }
+        let (name, resource) = if let Some(name) = rest.strip_suffix(CONFIG_SUFFIX) {
+            (name, Resource::Config)
+        } else if let Some(name) = rest.strip_suffix(CERTIFICATE_SUFFIX) {
+            (name, Resource::Certificate)
+        } else {
+            (rest, Resource::Node)
         };
         let hostname = match name.parse::<Hostname>() {
             Ok(h) => h,
-            Err(_) if method == "GET" || (config && method == "POST") => {
+            Err(_) if method == "GET" || (resource != Resource::Node && method == "POST") => {
                 return Route::NotAHostName(name.to_string());
             }
             Err(_) => return Route::NotFound,
         };
-        match (method, config) {
-            ("GET", false) => Route::NodeStatus(hostname),
-            ("GET", true) => Route::FetchConfig(hostname),
-            ("POST", true) => Route::ReportConfig(hostname),
+        match (method, resource) {
+            ("GET", Resource::Node) => Route::NodeStatus(hostname),
+            ("GET", Resource::Config) => Route::FetchConfig(hostname),
+            ("POST", Resource::Config) => Route::ReportConfig(hostname),
+            ("POST", Resource::Certificate) => Route::NodeCertificate(hostname),
             _ => Route::NotFound,
         }
     }
@@ -101,6 +117,12 @@ mod tests {
                 "/v1/nodes/edge1-n1/config",
                 Route::ReportConfig(host("edge1-n1")),
             ),
+            (
+                "POST",
+                "/v1/nodes/edge1-n1/certificate",
+                Route::NodeCertificate(host("edge1-n1")),
+            ),
+            ("GET", "/v1/ca", Route::TrustedCas),
         ];
         for (method, path, want) in cases {
             assert_eq!(Route::resolve(method, path), want, "{method} {path}");
@@ -122,6 +144,10 @@ mod tests {
                 "/v1/nodes/onfig",
                 "/v1/nodes/é/config",
                 "/v1/nodes/../config",
+                "/v1/nodes/certificate",
+                "/v1/nodes//certificate",
+                "/v1/nodes/certificate/config",
+                "/v1/nodes/config/certificate",
                 "",
                 "/",
                 "*",
@@ -143,6 +169,14 @@ mod tests {
             Route::resolve("GET", "/v1/nodes/a/b/config"),
             Route::NotAHostName("a/b".into())
         );
+        assert_eq!(
+            Route::resolve("POST", "/v1/nodes//certificate"),
+            Route::NotAHostName(String::new())
+        );
+        assert_eq!(
+            Route::resolve("POST", "/v1/nodes/config/certificate"),
+            Route::NodeCertificate(host("config"))
+        );
     }
 
     #[test]
@@ -153,6 +187,8 @@ mod tests {
             ("PUT", "/v1/nodes/edge1-n1/config"),
             ("DELETE", "/v1/nodes/edge1-n1"),
             ("GET", "/v1/progress"),
+            ("GET", "/v1/nodes/edge1-n1/certificate"),
+            ("POST", "/v1/ca"),
         ] {
             assert_eq!(
                 Route::resolve(method, path),

@@ -121,9 +121,8 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
             );
             (None, None)
         } else {
-            let ca = host
-                .files
-                .read_string(crate::paths::CA_CERT)?
+            let ca = crate::certs::authority::Authorities::new(&host.files)
+                .trusted_pem()
                 .context("the dcn CA certificate is missing; is this the control plane?")?;
             (Some(media::control_plane_tls(&host.files)?), Some(ca))
         };

@@ -57,7 +57,7 @@ pub fn list_nodes(host: &Host) -> Result<Vec<NodeRecord>> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Member {
-    Joined(NodeRecord),
+    Joined(Box<NodeRecord>),
     Reporting { hostname: String, site: String },
 }
 
@@ -123,7 +123,7 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
                 None => PlaneState::Unknown,
             },
             node: match node {
-                Some(n) => Member::Joined(n),
+                Some(n) => Member::Joined(Box::new(n)),
                 None => Member::Reporting {
                     hostname: progress.hostname.clone(),
                     site: progress.site.clone(),

@@ -62,7 +62,13 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
     if max_uses == 0 {
         bail!("bundle.maxUses in {CONFIG_FILE} must be at least 1");
     }
-    let ca = crate::standalone::secrets::load_ca(files)?;
+    // During a CA rotation the new CA signs (and is pinned); the one the
+    // services still present is trusted beside it.
+    let authorities = crate::certs::authority::Authorities::new(files);
+    let ca = authorities.bundle_signer()?;
+    let also_trusted: Vec<String> = (authorities.trusted()?.into_iter())
+        .filter(|c| c.trim() != ca.cert_pem().trim())
+        .collect();
     let region = config.control_plane.region.to_string();
     let registry = Registry::new(files);
     let _lock = registry.lock()?;
@@ -108,6 +114,10 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         &token.id,
     )
     .context("internal error building the manifest")?;
+    let manifest = Manifest {
+        also_trusted,
+        ..manifest
+    };
     let bytes = write_bundle(
         &BundleContents {
             manifest,
@@ -168,6 +178,7 @@ pub(crate) fn manifest(
             .map(|(key, text)| (key.clone(), text.clone()))
             .collect(),
         config_drive: config.zones.edge_config_drive,
+        also_trusted: Vec::new(),
         token_id: token_id.to_string(),
         // write_bundle fills in the digests, then validates the whole.
         members: BTreeMap::new(),

@@ -39,11 +39,19 @@ pub struct NodeCertificate {
     pub p256: bool,
 }
 
-/// Sign a node's CSR with a CA made for it alone. The CSR's signature is
-/// checked (the requester holds the key); only its public key is used.
-pub fn issue(csr_pem: &str, hostname: &str, address: IpAddr) -> Result<NodeCertificate> {
-    let ca = CertificateAuthority::generate(&format!("dcn node {hostname}"))?;
-    let cert_pem = ca.sign_csr(
+/// Sign a node's CSR, for a certificate valid for `validity`, with a CA
+/// made for it alone and valid as long (so the SB stops trusting that CA
+/// when the certificate ends). The CSR's signature is checked (the
+/// requester holds the key); only its public key is used.
+pub fn issue(
+    csr_pem: &str,
+    hostname: &str,
+    address: IpAddr,
+    validity: std::time::Duration,
+) -> Result<NodeCertificate> {
+    let validity = crate::certs::policy::validity(validity);
+    let ca = CertificateAuthority::generate_for(&format!("dcn node {hostname}"), validity)?;
+    let cert_pem = ca.sign_csr_for(
         csr_pem,
         &LeafRequest {
             common_name: hostname.to_string(),
@@ -51,6 +59,7 @@ pub fn issue(csr_pem: &str, hostname: &str, address: IpAddr) -> Result<NodeCerti
             ip_addresses: vec![address],
             usage: Usage::Client,
         },
+        validity,
     )?;
     let key_pin = Pin::of_cert_pem(&cert_pem)?.to_string();
     let csr = rcgen::CertificateSigningRequestParams::from_pem(csr_pem)
@@ -65,8 +74,11 @@ pub fn issue(csr_pem: &str, hostname: &str, address: IpAddr) -> Result<NodeCerti
     })
 }
 
-/// Write [`CLIENT_CAS`]: the CAs of the nodes of sites that are not
-/// revoked, and the keyless one. Returns how many nodes it lists.
+/// Write [`CLIENT_CAS`]: the CAs of the certificates of the nodes of
+/// sites that are not revoked (the current one of each, and earlier ones
+/// until they expire), and the keyless one. The file is rewritten only
+/// when that list changes (ovsdb-server reloads it each time). Returns
+/// how many nodes it admits.
 pub fn write_client_cas(files: &Files) -> Result<usize> {
     let registry = Registry::new(files);
     let active: Vec<String> = registry
@@ -75,18 +87,33 @@ pub fn write_client_cas(files: &Files) -> Result<usize> {
         .filter(|s| s.revoked_at.is_none())
         .map(|s| s.name)
         .collect();
-    let mut text = String::from("# Written by dcn: the CAs of the edge nodes the OVN SB admits.\n");
+    let mut cas: Vec<String> = Vec::new();
     let mut n = 0;
     for node in registry.nodes()? {
-        if let Some(ca) = node.ovn_ca.as_deref()
-            && active.contains(&node.site)
-        {
-            text.push_str(ca.trim_end());
-            text.push('\n');
-            n += 1;
+        if !active.contains(&node.site) {
+            continue;
+        }
+        let Some(current) = &node.ovn_ca else {
+            continue;
+        };
+        n += 1;
+        // The current one even when expired: the node renews with it.
+        cas.push(format!("{}\n", current.trim_end()));
+        for previous in unexpired(node.previous_ovn_cas) {
+            cas.push(format!("{}\n", previous.trim_end()));
         }
     }
+    let existing = files.read_string(CLIENT_CAS)?.unwrap_or_default();
+    let mut listed = crate::certs::authority::split_pem(&existing);
+    // The last one is the keyless CA.
+    if listed.pop().is_some() && listed == cas {
+        return Ok(n);
+    }
     let keyless = CertificateAuthority::generate("dcn: admits no one")?;
+    let mut text = String::from("# Written by dcn: the CAs of the edge nodes the OVN SB admits.\n");
+    for ca in &cas {
+        text.push_str(ca);
+    }
     text.push_str(keyless.cert_pem().trim_end());
     text.push('\n');
     if !files.exists("/etc/ovn/dcn")? {
@@ -94,6 +121,18 @@ pub fn write_client_cas(files: &Files) -> Result<usize> {
     }
     files.write(CLIENT_CAS, text.as_bytes(), &FileSpec::public())?;
     Ok(n)
+}
+
+/// The CAs of `cas` that have not expired (each node CA lives as long as
+/// the one certificate it signed).
+pub fn unexpired(cas: Vec<String>) -> Vec<String> {
+    let now = std::time::SystemTime::now();
+    cas.into_iter()
+        .filter(|pem| {
+            crate::pki::CertInfo::from_pem(pem)
+                .is_ok_and(|i| crate::certs::policy::system_time(i.not_after) > now)
+        })
+        .collect()
 }
 
 /// Cut a node off the SB after [`write_client_cas`] dropped it: every SB

@@ -42,6 +42,55 @@ pub struct NodePhase {
     /// status`): a plane down is flagged in `shown`, with the reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planes: Option<Planes>,
+    /// The node's certificate, as the centre last issued it (joined nodes
+    /// whose join recorded it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<NodeCertificate>,
+}
+
+/// Where a node's certificate stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCertificate {
+    /// `ok`, `renewal due` or `expired`.
+    pub state: String,
+    pub not_after: String,
+    pub seconds_left: u64,
+}
+
+impl NodeCertificate {
+    fn of(record: &NodeRecord, renew_when_left: u8, now: SystemTime) -> Option<NodeCertificate> {
+        let info = crate::pki::CertInfo::from_pem(record.certificate.as_deref()?).ok()?;
+        let row = crate::certs::inventory::CertRow::new(
+            &record.hostname,
+            "node",
+            &info,
+            renew_when_left,
+            now,
+        );
+        Some(NodeCertificate {
+            state: row.state,
+            not_after: row.not_after,
+            seconds_left: row.seconds_left,
+        })
+    }
+
+    /// What is wrong, for the operator, if anything: the node has not
+    /// renewed a certificate in its renewal window (it is off, or cut
+    /// off), or it expired.
+    pub fn problem(&self, hostname: &str) -> Option<String> {
+        match self.state.as_str() {
+            "ok" => None,
+            "expired" => Some(format!(
+                "{hostname}: CERT expired at {}: the node renews it by itself when it reaches the join service again (its node secret does not expire); until then its next OVN session is refused. If it missed a CA rotation, run `dcn node trust-ca --ca-pin PIN` on it (`dcn ca status` prints the pin)",
+                self.not_after
+            )),
+            _ => Some(format!(
+                "{hostname}: CERT expires at {} and the node has not renewed it: it checks at each of its config syncs; see `systemctl status dcn-config-sync` on the node, and its link to the control plane",
+                self.not_after
+            )),
+        }
+    }
 }
 
 /// A node's two planes as the centre sees them.
@@ -92,6 +141,7 @@ impl NodePhase {
             history: p.history.clone(),
             config: None,
             planes: None,
+            certificate: None,
         }
     }
 
@@ -135,6 +185,7 @@ impl NodePhase {
             history: Vec::new(),
             config: n.config.clone(),
             planes: None,
+            certificate: None,
         }
     }
 }
@@ -144,6 +195,8 @@ impl NodePhase {
 pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecord>, NodePhase)>> {
     let nodes = Registry::new(files).nodes()?;
     let mut progress = ProgressStore::new(files).all()?;
+    let renew =
+        crate::deployment::saved_config(files).map_or(33, |c| c.certificates.renew_when_left.0);
     let mut out: Vec<(Option<NodeRecord>, NodePhase)> = nodes
         .into_iter()
         .map(|n| {
@@ -152,6 +205,7 @@ pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecor
                 None => NodePhase::from_node(&n),
             };
             phase.config = n.config.clone();
+            phase.certificate = NodeCertificate::of(&n, renew, now);
             (Some(n), phase)
         })
         .collect();
@@ -231,6 +285,7 @@ impl fmt::Display for SiteStatus {
             Column::new("SINCE", 24).at_least(14),
             Column::new("LAST-REPORT", 24).at_least(14),
             Column::new("CONFIG", 32).at_least(10),
+            Column::new("CERT", 16).at_least(7),
             Column::new("ERROR", 60),
         ])
         .gap(1);
@@ -241,6 +296,7 @@ impl fmt::Display for SiteStatus {
                 &age(n.since.as_deref(), self.now),
                 &age(n.last_report.as_deref(), self.now),
                 &config_cell(n.config.as_deref(), self.config_revision),
+                n.certificate.as_ref().map_or("-", |c| c.state.as_str()),
                 n.last_error.as_ref().map_or("-", |e| e.reason.as_str()),
             ]);
         }
@@ -252,6 +308,9 @@ impl fmt::Display for SiteStatus {
         )?;
         for n in &self.nodes {
             for problem in n.planes.iter().flat_map(|p| p.problems(&n.hostname)) {
+                write!(f, "\n{problem}\n")?;
+            }
+            if let Some(problem) = n.certificate.as_ref().and_then(|c| c.problem(&n.hostname)) {
                 write!(f, "\n{problem}\n")?;
             }
         }

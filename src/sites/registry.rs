@@ -69,6 +69,19 @@ pub struct NodeRecord {
     /// member ([`super::ovn_access`]).
     #[serde(default)]
     pub ovn_ca: Option<String>,
+    /// The CAs of the node's earlier certificates, trusted by the SB until
+    /// they expire (each lives as long as the certificate it signed): an
+    /// open session made with one goes on, a new one uses the new
+    /// certificate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_ovn_cas: Vec<String>,
+    /// The node's certificate (PEM), as last issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
+    /// The pins of the CAs the node trusts, as it last reported them (a
+    /// CA rotation finishes once every node trusts the new CA).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted_cas: Vec<String>,
     /// The site config revision the node last reported, when it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Box<AppliedConfig>>,

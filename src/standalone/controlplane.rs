@@ -40,16 +40,13 @@ impl CertSource for PkiCerts {
         Ok((cert, Secret::new(key)))
     }
 
+    /// Every CA the control plane's clients trust now (two while a CA
+    /// rotation runs).
     fn ca(&self, files: &Files) -> Result<String> {
         if files.is_dry_run() && !files.exists(paths::CA_CERT)? {
             return Ok("(created by the secrets phase)".into());
         }
-        files.read_string(paths::CA_CERT)?.with_context(|| {
-            format!(
-                "{} is missing; run `dcn standalone init --phase secrets`",
-                paths::CA_CERT
-            )
-        })
+        crate::certs::authority::Authorities::new(files).trusted_pem()
     }
 }
 

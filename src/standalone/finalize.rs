@@ -33,11 +33,11 @@ impl ClientFiles {
         let openrc = format!(
             "# Written by dcn: `. {OPENRC}` for the openstack client.\nexport OS_AUTH_URL=https://{address}:5000/v3\nexport OS_CACERT={PUBLIC_CA}\nexport OS_USERNAME=admin\nexport OS_PASSWORD={password}\nexport OS_PROJECT_NAME=admin\nexport OS_USER_DOMAIN_NAME=Default\nexport OS_PROJECT_DOMAIN_NAME=Default\nexport OS_REGION_NAME={region}\nexport OS_IDENTITY_API_VERSION=3\nexport OS_CLOUD=\n"
         );
-        let ca = ctx
-            .host
-            .files
-            .read_string(crate::paths::CA_CERT)?
-            .unwrap_or_default();
+        let ca = if ctx.host.files.exists(crate::paths::CA_CERT)? {
+            crate::certs::authority::Authorities::new(&ctx.host.files).trusted_pem()?
+        } else {
+            String::new()
+        };
         Ok(vec![
             (CLOUDS_YAML, clouds.clone(), FileSpec::secret()),
             (ROOT_CLOUDS_YAML, clouds, FileSpec::secret()),

@@ -148,7 +148,13 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
                 },
             },
         ),
-        (PhaseName::Secrets, secrets::phase(&id)),
+        (
+            PhaseName::Secrets,
+            secrets::phase(
+                &id,
+                crate::certs::policy::Policy::from(&config.certificates),
+            ),
+        ),
     ];
     if opts.until > PhaseName::Secrets {
         // Later phases need the passwords: generate them first (a no-op

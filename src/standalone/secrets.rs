@@ -3,12 +3,16 @@
 //! exists is ever regenerated: re-running keeps every secret byte for byte.
 
 use super::identity::Identity;
+use crate::certs::authority::Authorities;
+use crate::certs::leaves;
+use crate::certs::policy::Policy;
 use crate::engine::{Context, Phase, Step};
 use crate::host::FileSpec;
 use crate::paths::{self, CA_CERT, CA_KEY, PKI_DIR, SECRETS_DIR, STATE_DIR};
-use crate::pki::{CertInfo, CertificateAuthority, LeafRequest, Usage};
-use crate::secrets::{PasswordStore, Secret};
+use crate::pki::{CertInfo, CertificateAuthority, LeafRequest};
+use crate::secrets::PasswordStore;
 use anyhow::{Context as _, Result, bail};
+use std::time::SystemTime;
 
 /// Passwords the control plane needs, as its recipes declare them: one per
 /// database, one per service user, the admin's, the messaging user's and
@@ -19,32 +23,17 @@ pub fn control_plane_passwords() -> Vec<String> {
         .expect("the embedded roles resolve")
 }
 
-/// The control plane's TLS endpoints, each with its own certificate.
-pub const LEAVES: &[(&str, Usage, &str)] = &[
-    ("api", Usage::Server, "OpenStack API endpoints"),
-    ("rabbitmq", Usage::Server, "RabbitMQ TLS listener for edges"),
-    (
-        "ovn-sb",
-        Usage::ServerAndClient,
-        "OVN southbound database for edges",
-    ),
-    ("join", Usage::Server, "dcn join service"),
-];
-
-/// The secrets phase.
-pub fn phase(identity: &Identity) -> Phase<'static> {
+/// The secrets phase. Certificates are issued with the lifetimes of
+/// `policy`, and issued again when one is due.
+pub fn phase(identity: &Identity, policy: Policy) -> Phase<'static> {
     let mut steps: Vec<Box<dyn Step>> =
         vec![Box::new(StateDirs), Box::new(Passwords), Box::new(Ca)];
-    for (name, usage, purpose) in LEAVES {
+    for (name, purpose, request) in leaves::requests(identity) {
         steps.push(Box::new(Leaf {
             name,
             purpose,
-            request: LeafRequest {
-                common_name: format!("{} {}", identity.hostname, name),
-                dns_names: identity.dns_names.clone(),
-                ip_addresses: vec![identity.address],
-                usage: *usage,
-            },
+            request,
+            policy,
         }));
     }
     Phase {
@@ -162,21 +151,16 @@ impl Step for Ca {
     }
 }
 
-/// Load the CA from the state directory.
+/// Load the CA in service from the state directory.
 pub fn load_ca(files: &crate::host::Files) -> Result<CertificateAuthority> {
-    let cert = files
-        .read_string(CA_CERT)?
-        .with_context(|| format!("{CA_CERT} is missing; run `dcn standalone init` first"))?;
-    let key = files
-        .read_secret(CA_KEY)?
-        .with_context(|| format!("{CA_KEY} is missing; run `dcn standalone init` first"))?;
-    CertificateAuthority::load(&cert, &Secret::new(key))
+    Authorities::new(files).current()
 }
 
 struct Leaf {
     name: &'static str,
     purpose: &'static str,
     request: LeafRequest,
+    policy: Policy,
 }
 
 impl Step for Leaf {
@@ -192,15 +176,25 @@ impl Step for Leaf {
     }
     fn is_done(&self, ctx: &Context) -> Result<bool> {
         let files = &ctx.host.files;
-        let cert_path = paths::leaf_cert(self.name);
-        let (Some(cert), true) = (
-            files.read_string(&cert_path)?,
-            files.exists(&paths::leaf_key(self.name))?,
-        ) else {
+        if !files.exists(CA_CERT)? {
             return Ok(false);
-        };
+        }
+        let signer = Authorities::new(files).leaf_signer()?;
+        let why = leaves::reason(
+            files,
+            self.name,
+            &signer,
+            self.policy.renew_when_left,
+            SystemTime::now(),
+        )?;
+        if let Some(why) = why {
+            tracing::debug!("{} certificate: {why}", self.name);
+            return Ok(false);
+        }
         // Existing certificates are kept; a changed name or address is
         // reported rather than silently re-issued.
+        let cert_path = paths::leaf_cert(self.name);
+        let cert = files.read_string(&cert_path)?.unwrap_or_default();
         let info = CertInfo::from_pem(&cert).with_context(|| format!("reading {cert_path}"))?;
         let missing: Vec<String> = self
             .request
@@ -218,7 +212,7 @@ impl Step for Leaf {
             .collect();
         if !missing.is_empty() {
             tracing::warn!(
-                "{cert_path} does not cover {}; remove it and its key and re-run to issue a new one",
+                "{cert_path} does not cover {}; run `dcn cert renew --force` to issue new certificates",
                 missing.join(", ")
             );
         }
@@ -232,17 +226,13 @@ impl Step for Leaf {
             files.write(&paths::leaf_key(self.name), b"", &FileSpec::secret())?;
             return Ok(());
         }
-        let ca = load_ca(files)?;
-        let issued = ca.issue(&self.request)?;
-        files.write(
-            &paths::leaf_key(self.name),
-            issued.key_pem.expose().as_bytes(),
-            &FileSpec::secret(),
-        )?;
-        files.write(
-            &paths::leaf_cert(self.name),
-            issued.cert_pem.as_bytes(),
-            &FileSpec::secret(),
+        let signer = Authorities::new(files).leaf_signer()?;
+        leaves::issue(
+            files,
+            self.name,
+            &self.request,
+            &signer,
+            self.policy.control_plane,
         )?;
         Ok(())
     }

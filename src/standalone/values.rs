@@ -98,12 +98,18 @@ pub fn control_plane_map(
     // The central zone exists in Neutron only where this host is a chassis.
     let central_chassis = config.roles.contains(&crate::config::Role::Compute);
     let join_port = config.control_plane.join_port.0.to_string();
+    let cert_check = config.certificates.check_interval().as_secs().to_string();
     let public_auth = format!("https://{address}:5000");
     [
         ("hostname", hostname),
         ("address", address),
         ("region", config.control_plane.region.as_str()),
         ("joinPort", join_port.as_str()),
+        ("certCheckSeconds", cert_check.as_str()),
+        (
+            "backupCalendar",
+            config.backup.schedule.as_deref().unwrap_or("daily"),
+        ),
         ("memcached", "127.0.0.1:11211"),
         // The control plane's services talk to keystone on loopback;
         // clients and edges use the TLS endpoints of dcn-api-proxy.

@@ -97,7 +97,7 @@ impl Step for Verify {
         let started = Instant::now();
         // Through the public TLS endpoints, as clients and edges see them.
         let creds = admin_credentials(&self.values, true)?;
-        let ca = ctx.host.files.read_string(crate::paths::CA_CERT)?;
+        let ca = Some(crate::certs::authority::Authorities::new(&ctx.host.files).trusted_pem()?);
         let mut last;
         loop {
             last = match Cloud::login(&creds, ca.as_deref()) {

@@ -8,6 +8,7 @@
 //! can name the key it saw.
 
 mod presented;
+pub mod reloading;
 mod server_trust;
 mod verifiers;
 
@@ -82,6 +83,20 @@ pub fn http_client(ca_pem: Option<&str>, timeout: Duration) -> Result<reqwest::b
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth(),
     };
+    reqwest::blocking::Client::builder()
+        .use_preconfigured_tls(tls)
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("dcn/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .context("building an HTTP client")
+}
+
+/// A blocking HTTP client that checks no server certificate: only for
+/// fetching what is then checked by other means (CA certificates against a
+/// pin the operator gives).
+pub fn unverified_http_client(timeout: Duration) -> Result<reqwest::blocking::Client> {
+    let tls = client_config_for(&ServerTrust::Insecure, &Presented::default())?;
     reqwest::blocking::Client::builder()
         .use_preconfigured_tls(tls)
         .timeout(timeout)

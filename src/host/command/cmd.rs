@@ -22,6 +22,12 @@ pub struct Cmd {
     /// in /proc, never logged.
     pub secret_env: Vec<(String, Secret)>,
     pub cwd: Option<PathBuf>,
+    /// Read stdin from this file (a database dump to load): streamed, never
+    /// held in memory.
+    pub stdin_file: Option<PathBuf>,
+    /// Write stdout to this file (a database dump), streamed: what
+    /// [`CmdOutput::stdout`] then holds is empty.
+    pub stdout_file: Option<PathBuf>,
     pub timeout: Duration,
     /// Safe to run during `--dry-run` (it only looks).
     pub read_only: bool,
@@ -41,6 +47,8 @@ impl Cmd {
             env: Vec::new(),
             secret_env: Vec::new(),
             cwd: None,
+            stdin_file: None,
+            stdout_file: None,
             timeout: DEFAULT_TIMEOUT,
             read_only: false,
             check: true,
@@ -77,6 +85,19 @@ impl Cmd {
     /// secrets only from their environment.
     pub fn secret_env(mut self, key: impl Into<String>, value: Secret) -> Cmd {
         self.secret_env.push((key.into(), value));
+        self
+    }
+
+    /// Stream this file to the command's stdin.
+    pub fn stdin_file(mut self, path: impl Into<PathBuf>) -> Cmd {
+        self.stdin_file = Some(path.into());
+        self
+    }
+
+    /// Stream the command's stdout into this file (created or truncated,
+    /// mode 0600).
+    pub fn stdout_file(mut self, path: impl Into<PathBuf>) -> Cmd {
+        self.stdout_file = Some(path.into());
         self
     }
 

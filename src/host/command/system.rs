@@ -41,14 +41,33 @@ impl Runner for SystemRunner {
 fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(&cmd.program);
+    let stdin = match (&cmd.stdin_file, &cmd.stdin) {
+        (Some(path), _) => Stdio::from(
+            std::fs::File::open(path)
+                .with_context(|| format!("{}: opening {}", cmd.description, path.display()))?,
+        ),
+        (None, Some(_)) => Stdio::piped(),
+        (None, None) => Stdio::null(),
+    };
+    let stdout = match &cmd.stdout_file {
+        Some(path) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            Stdio::from(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(path)
+                    .with_context(|| format!("{}: creating {}", cmd.description, path.display()))?,
+            )
+        }
+        None => Stdio::piped(),
+    };
     c.args(&cmd.args)
         .env("LC_ALL", "C.UTF-8")
-        .stdin(if cmd.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
+        .stdin(stdin)
+        .stdout(stdout)
         .stderr(Stdio::piped())
         // Its own process group, so a timeout kills the children too.
         .process_group(0);
@@ -181,6 +200,31 @@ mod tests {
             )
             .unwrap_err();
         assert!(!format!("{err:#} {err:?}").contains("s3cret-value"));
+    }
+
+    #[test]
+    fn stdin_and_stdout_stream_from_and_to_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, output) = (dir.path().join("in"), dir.path().join("out"));
+        std::fs::write(&input, "a dump\n").unwrap();
+        let r = SystemRunner::new(false);
+        let out = r
+            .run(
+                &Cmd::new("copy", "sh")
+                    .args(["-c", "cat; echo more"])
+                    .stdin_file(&input)
+                    .stdout_file(&output),
+            )
+            .unwrap();
+        assert_eq!(out.stdout, "");
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "a dump\nmore\n");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&output).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let err = r
+            .run(&Cmd::new("loading", "cat").stdin_file(dir.path().join("none")))
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("loading: opening"), "{err:#}");
     }
 
     #[test]

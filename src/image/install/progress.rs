@@ -95,7 +95,7 @@ pub(super) fn start_reporting(
         )),
     }
     let endpoint = bundle.manifest.control_plane.join_endpoint.as_str();
-    match crate::join::client::JoinClient::new(endpoint, &bundle.ca_cert_pem) {
+    match crate::join::client::JoinClient::new(endpoint, &bundle.trusted_pem()) {
         Ok(client) => {
             progress.reporter = Reporter::new(
                 client,

@@ -19,8 +19,9 @@ use std::sync::Arc;
 
 const HOSTS: &str = "/etc/hosts";
 
-/// The node's certificate for the OVN southbound database.
-struct NodeCerts;
+/// The node's certificate for the OVN southbound database, and the CAs it
+/// trusts.
+pub(crate) struct NodeCerts;
 
 impl CertSource for NodeCerts {
     fn leaf(&self, files: &Files, name: &str) -> Result<(String, Secret)> {
@@ -57,7 +58,7 @@ pub fn deploy(
     files.ensure_dir(crate::paths::ETC_DIR, &FileSpec::public_dir())?;
     files.write(
         crate::standalone::values::PUBLIC_CA,
-        bundle.ca_cert_pem.as_bytes(),
+        bundle.trusted_pem().as_bytes(),
         &FileSpec::public(),
     )?;
     write_hosts(files, bundle)?;

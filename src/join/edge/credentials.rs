@@ -15,8 +15,8 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 const NODE_DIR: &str = "/var/lib/dcn/node";
-pub(super) const NODE_KEY: &str = "/var/lib/dcn/node/node.key";
-pub(super) const NODE_CERT: &str = "/var/lib/dcn/node/node.crt";
+pub(crate) const NODE_KEY: &str = "/var/lib/dcn/node/node.key";
+pub(crate) const NODE_CERT: &str = "/var/lib/dcn/node/node.crt";
 pub(in crate::join) const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
 
 /// What the join reply gave this node, kept for re-runs.
@@ -155,17 +155,7 @@ pub fn request(
             key
         }
     };
-    let mut params =
-        rcgen::CertificateParams::new(vec![hostname.to_string()]).context("the node's name")?;
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, hostname);
-    let csr = params
-        .serialize_request(&key)
-        .context("making the CSR")?
-        .pem()
-        .context("encoding the CSR")?;
+    let csr = csr(&key, hostname)?;
     let req = JoinRequest {
         token: bundle.token.expose_full(),
         hostname: hostname.to_string(),
@@ -217,6 +207,22 @@ pub fn request(
         &FileSpec::secret(),
     )?;
     Ok(creds)
+}
+
+/// A CSR for the node's `key`, named `hostname` (the centre takes only its
+/// key from it).
+pub(crate) fn csr(key: &rcgen::KeyPair, hostname: &str) -> Result<String> {
+    let mut params =
+        rcgen::CertificateParams::new(vec![hostname.to_string()]).context("the node's name")?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, hostname);
+    params
+        .serialize_request(key)
+        .context("making the CSR")?
+        .pem()
+        .context("encoding the CSR")
 }
 
 #[cfg(test)]

@@ -8,12 +8,13 @@ mod credentials;
 
 pub use compute::deploy;
 // For the recipes' render tests, which render an edge's values.
+pub(crate) use compute::NodeCerts;
 #[cfg(test)]
 pub(crate) use compute::values;
 #[cfg(test)]
 pub(in crate::join) use credentials::CREDENTIALS;
-pub(crate) use credentials::Credentials;
 pub use credentials::request;
+pub(crate) use credentials::{Credentials, NODE_CERT, NODE_KEY, csr};
 
 use super::client::JoinClient;
 use crate::bundle::VerifiedBundle;
@@ -34,7 +35,7 @@ pub fn reporter(host: &Host, bundle: &VerifiedBundle, hostname: &str) -> super::
     };
     match JoinClient::new(
         bundle.manifest.control_plane.join_endpoint.as_str(),
-        &bundle.ca_cert_pem,
+        &bundle.trusted_pem(),
     ) {
         Ok(client) => {
             super::Reporter::new(client, hostname, credential, super::reporter::HEARTBEAT)

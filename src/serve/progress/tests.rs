@@ -64,6 +64,9 @@ impl Centre {
                 placed_at: None,
                 key_pin: None,
                 ovn_ca: None,
+                previous_ovn_cas: vec![],
+                certificate: None,
+                trusted_cas: vec![],
                 config: None,
             })
             .unwrap();

@@ -59,6 +59,9 @@ fn the_plan_shows_only_the_nodes_whose_drop_in_changes() {
         placed_at: None,
         key_pin: None,
         ovn_ca: None,
+        previous_ovn_cas: vec![],
+        certificate: None,
+        trusted_cas: vec![],
         config: None,
     };
     let site: SiteName = "edge1".parse().unwrap();

@@ -1,0 +1,169 @@
+//! `dcn cert …` and `dcn ca …`: the certificates dcn issued and the
+//! control plane's CA, printed for the operator.
+
+use crate::cli::{CaCommand, CertCommand, OutputFormat};
+use crate::deployment::Deployment;
+use crate::host::Host;
+use crate::terminal_text::{Column, Table};
+use anyhow::{Context, Result};
+use std::process::ExitCode;
+
+pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
+    let host = Host::system("/", false);
+    match cmd {
+        CertCommand::List { output } => {
+            let rows = crate::certs::inventory::list(&host.files, std::time::SystemTime::now())?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+                OutputFormat::Text => {
+                    let mut t = Table::new(&[
+                        Column::new("OWNER", 64).at_least(13),
+                        Column::new("NAME", 16).at_least(8),
+                        Column::new("SUBJECT", 64).at_least(20),
+                        Column::new("ISSUER", 64).at_least(20),
+                        Column::new("SERIAL", 40).at_least(12),
+                        Column::new("NOT AFTER", 32).at_least(20),
+                        Column::new("LEFT", 16).at_least(7),
+                        Column::new("STATE", 16),
+                    ])
+                    .gap(1);
+                    for r in &rows {
+                        t.row([
+                            r.owner.as_str(),
+                            &r.name,
+                            &r.subject,
+                            &r.issuer,
+                            &r.serial,
+                            &r.not_after,
+                            &r.left_shown(),
+                            &r.state,
+                        ]);
+                    }
+                    print!("{}", t.render());
+                }
+            }
+        }
+        CertCommand::Renew { force } => {
+            let deployment = Deployment::load(&host.files)?.context(
+                "dcn has set up nothing on this host: run `dcn standalone init` or `dcn join`",
+            )?;
+            if deployment.roles.iter().any(|r| r == "controller") {
+                let run = crate::certs::renew::renew(&host, force)?;
+                if run.issued.is_empty() {
+                    println!("No certificate of the control plane is due.");
+                }
+                for (name, why, info) in &run.issued {
+                    println!(
+                        "Renewed the {name} certificate ({why}): serial {}, valid until {}.",
+                        info.serial,
+                        crate::timefmt::rfc3339(crate::certs::policy::system_time(info.not_after))
+                    );
+                }
+                if run.trust_changed {
+                    println!(
+                        "Wrote the CA certificates clients trust to {}.",
+                        crate::standalone::values::PUBLIC_CA
+                    );
+                }
+                for i in &run.installed {
+                    println!(
+                        "Installed {}'s {} certificate; {}.",
+                        i.service, i.leaf, i.told
+                    );
+                }
+            } else {
+                let done = crate::join::node_cert::check_now(&host, force)?;
+                match &done.renewed {
+                    Some((serial, until)) => println!(
+                        "Renewed this node's certificate: serial {serial}, valid until {until}."
+                    ),
+                    None => println!(
+                        "This node's certificate is not due; the join service has it on record."
+                    ),
+                }
+                if done.trust_changed {
+                    println!("The CAs this node trusts changed.");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
+    let host = Host::system("/", false);
+    match cmd {
+        CaCommand::Status { output } => {
+            let s = crate::certs::rotation::status(&host)?;
+            match output {
+                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+                OutputFormat::Text => {
+                    println!(
+                        "CA in service: {} (pin {}), valid until {}",
+                        s.current.subject, s.current.pin, s.current.not_after
+                    );
+                    match &s.next {
+                        None => println!("No rotation under way."),
+                        Some(n) => {
+                            println!(
+                                "Rotation: {} to {} (pin {}), valid until {}",
+                                s.rotation, n.subject, n.pin, n.not_after
+                            );
+                            println!(
+                                "Nodes that trust the new CA: {} of {}{}",
+                                s.nodes_moved.len(),
+                                s.nodes_moved.len() + s.nodes_not_moved.len(),
+                                if s.nodes_not_moved.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("; not yet: {}", s.nodes_not_moved.join(", "))
+                                }
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        CaCommand::Rotate { finish: false, .. } => {
+            let s = crate::certs::rotation::start(&host)?;
+            if s.created {
+                println!(
+                    "Made a new CA (pin {}), trusted beside the one in service.",
+                    s.pin
+                );
+            } else {
+                println!(
+                    "A rotation to the CA with pin {} is under way; carried on.",
+                    s.pin
+                );
+            }
+            println!(
+                "Nodes trust it from their next certificate check; new join bundles pin it. `dcn ca status` shows which nodes do; then `dcn ca rotate --finish`."
+            );
+        }
+        CaCommand::Rotate {
+            finish: true,
+            force,
+        } => {
+            let f = crate::certs::rotation::finish(&host, force)?;
+            println!(
+                "The CA with pin {} is in service; {} certificate(s) of the control plane reissued by it.",
+                f.pin,
+                f.reissued.len()
+            );
+            if let Some(old) = &f.retired {
+                println!(
+                    "Retired the CA with pin {old}: its key is deleted; bundles pinned to it are refused."
+                );
+            }
+            if !f.left_behind.is_empty() {
+                println!(
+                    "These nodes did not trust the new CA and cannot reach the control plane until `dcn node trust-ca --ca-pin {}` runs on each: {}",
+                    f.pin,
+                    f.left_behind.join(", ")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

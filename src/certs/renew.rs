@@ -1,0 +1,107 @@
+//! `dcn cert renew` on the control plane, run by its `dcn-cert-renew`
+//! timer: issue again each of the control plane's certificates that is
+//! due (or missing, mismatched, or from a CA being retired), put the CA
+//! certificates its clients trust where they read them, install every
+//! changed copy where a service reads it and tell that service, and drop
+//! node CAs whose certificates expired from the OVN southbound's list.
+//! Each run looks at the files themselves, so a run cut off by a power
+//! loss is completed by the next.
+
+use super::authority::Authorities;
+use super::install::{Installed, install};
+use super::leaves::{self, Reason};
+use super::policy::Policy;
+use crate::deployment::{Deployment, saved_config};
+use crate::host::lock::FileLock;
+use crate::host::{FileSpec, Host};
+use crate::pki::CertInfo;
+use crate::standalone::identity::Identity;
+use crate::standalone::values::PUBLIC_CA;
+use anyhow::{Context, Result};
+use std::time::SystemTime;
+
+/// Held while the control plane's certificates or CAs change (renewal,
+/// rotation, restore), so two never interleave.
+pub const PKI_LOCK: &str = "/var/lib/dcn/pki.lock";
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Renewal {
+    /// Each certificate issued, why, and what it is now.
+    pub issued: Vec<(String, Reason, CertInfo)>,
+    /// Whether the file of trusted CAs changed.
+    pub trust_changed: bool,
+    /// Services whose certificate copies changed, and what they were told.
+    pub installed: Vec<Installed>,
+}
+
+/// The control plane's identity as its certificates name it: the names
+/// `standalone init` used, from the saved config and this host's record.
+pub fn identity(host: &Host) -> Result<(Deployment, Identity, Policy)> {
+    let deployment = Deployment::load(&host.files)?
+        .filter(|d| d.roles.iter().any(|r| r == "controller"))
+        .context("this host is not a dcn control plane: run `dcn standalone init` first")?;
+    let mut config = saved_config(&host.files)?;
+    config.control_plane.hostname = Some(
+        deployment
+            .hostname
+            .parse()
+            .map_err(|e| anyhow::anyhow!("the recorded host name: {e}"))?,
+    );
+    config.control_plane.address = Some(
+        deployment
+            .address
+            .parse()
+            .context("the recorded address of the control plane")?,
+    );
+    let policy = Policy::from(&config.certificates);
+    let id = Identity::resolve(&config, host.files.root())?;
+    Ok((deployment, id, policy))
+}
+
+/// Renew what is due (everything with `force`), then bring every copy up
+/// to date.
+pub fn renew(host: &Host, force: bool) -> Result<Renewal> {
+    let _lock = FileLock::wait(&host.files, PKI_LOCK)?;
+    renew_locked(host, force)
+}
+
+/// [`renew`], for a caller that holds [`PKI_LOCK`].
+pub(super) fn renew_locked(host: &Host, force: bool) -> Result<Renewal> {
+    let (deployment, id, policy) = identity(host)?;
+    let files = &host.files;
+    let authorities = Authorities::new(files);
+    let signer = authorities.leaf_signer()?;
+    let now = SystemTime::now();
+    let mut run = Renewal::default();
+    for (name, _, request) in leaves::requests(&id) {
+        let why = match leaves::reason(files, name, &signer, policy.renew_when_left, now)? {
+            Some(why) => why,
+            None if force => Reason::Forced,
+            None => continue,
+        };
+        let info = leaves::issue(files, name, &request, &signer, policy.control_plane)
+            .with_context(|| format!("issuing the {name} certificate"))?;
+        tracing::info!(
+            "renewed the {name} certificate ({why}): serial {}, valid until {}",
+            info.serial,
+            info.not_after
+        );
+        run.issued.push((name.to_string(), why, info));
+    }
+    let trusted = authorities.trusted_pem()?;
+    run.trust_changed = files
+        .write(PUBLIC_CA, trusted.as_bytes(), &FileSpec::public())?
+        .changed();
+    let recipes = crate::recipes::Recipes::embedded()?;
+    run.installed = install(
+        host,
+        &recipes,
+        &deployment,
+        &crate::standalone::controlplane::PkiCerts,
+    )?;
+    // Nodes whose previous certificates expired are not admitted by
+    // those any more (the list is rewritten only when it changes).
+    crate::sites::ovn_access::write_client_cas(files)?;
+    Ok(run)
+}
