@@ -171,10 +171,14 @@ fn the_service_only_talks_tls_with_its_ca_and_rate_limits() {
     let cp = control_plane();
     let other = CertificateAuthority::generate("another CA").unwrap();
     let stranger = JoinClient::new(&cp.endpoint, other.cert_pem()).unwrap();
+    // Refused as untrusted, which a join does not retry (no attempt can
+    // succeed), and said so with the way out.
+    let err = stranger.health().unwrap_err();
     assert!(
-        stranger.health().is_err(),
-        "a client trusting another CA refuses the service"
+        err.downcast_ref::<dcn::join::client::Untrusted>().is_some(),
+        "a client trusting another CA refuses the service: {err:#}"
     );
+    assert!(format!("{err:#}").contains("dcn bundle export"), "{err:#}");
     let client = JoinClient::new(&cp.endpoint, cp.ca.cert_pem()).unwrap();
     let mut limited = false;
     for _ in 0..40 {

@@ -14,11 +14,18 @@
 //! a change for edge1, a node override made during its WAN cut, and the
 //! site's config on a node that joins later.
 //!
-//! Needs root and about 20 minutes: `#[ignore]`d, run by tests/run.sh with
+//! The lab's certificates live four minutes, so that the years of a cloud
+//! pass while it runs ([`lifecycle`]): every certificate renews several
+//! times under the guests' rounds, edge1's expires while its WAN is cut,
+//! the CA is rotated, and the control plane is backed up, replaced by a
+//! blank host and restored before Tempest runs against it.
+//!
+//! Needs root and about 45 minutes: `#[ignore]`d, run by tests/run.sh with
 //! `--ignored` on CI machines (or with DCN_LAB_E2E=1).
 
 mod common;
 mod day2;
+mod lifecycle;
 
 use common::*;
 use serde_json::Value;
@@ -57,7 +64,7 @@ impl Drop for DiagnoseOnPanic<'_> {
 }
 
 /// Poll `check` every 3 s until it returns true or `limit` passes.
-fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
     let started = Instant::now();
     while !check() {
         assert!(
@@ -70,13 +77,13 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) -> Dur
     started.elapsed()
 }
 
-fn compute_state(lab: &Lab, host: &str) -> String {
+pub(crate) fn compute_state(lab: &Lab, host: &str) -> String {
     lab.compute_service(host)
         .and_then(|r| r["State"].as_str().map(String::from))
         .unwrap_or_else(|| "missing".into())
 }
 
-fn agent_alive(lab: &Lab, host: &str) -> bool {
+pub(crate) fn agent_alive(lab: &Lab, host: &str) -> bool {
     let out = lab.exec(&[
         "openstack",
         "network",
@@ -102,7 +109,9 @@ fn agent_alive(lab: &Lab, host: &str) -> bool {
 }
 
 /// `dcn node list --output json` as host -> (state, compute, network).
-fn node_health(lab: &Lab) -> std::collections::BTreeMap<String, (String, String, String)> {
+pub(crate) fn node_health(
+    lab: &Lab,
+) -> std::collections::BTreeMap<String, (String, String, String)> {
     let v: Value =
         serde_json::from_str(&lab.ok(&["dcn", "node", "list", "--output", "json"])).unwrap();
     v.as_array()
@@ -116,7 +125,10 @@ fn node_health(lab: &Lab) -> std::collections::BTreeMap<String, (String, String,
 }
 
 /// Each guest's latest boot and its last round number.
-fn last_rounds(lab: &Lab, guests: &[Guest]) -> std::collections::BTreeMap<String, (String, u64)> {
+pub(crate) fn last_rounds(
+    lab: &Lab,
+    guests: &[Guest],
+) -> std::collections::BTreeMap<String, (String, u64)> {
     guests
         .iter()
         .map(|g| {
@@ -132,7 +144,7 @@ fn last_rounds(lab: &Lab, guests: &[Guest]) -> std::collections::BTreeMap<String
 
 /// For each guest, the rounds of the same boot after `marks`: how many,
 /// and those that are missing or had a failed check.
-fn rounds_since(
+pub(crate) fn rounds_since(
     lab: &Lab,
     guests: &[Guest],
     marks: &std::collections::BTreeMap<String, (String, u64)>,
@@ -170,7 +182,7 @@ fn rounds_since(
 }
 
 /// Copy a file from one lab host's disk to another's (an operator's scp).
-fn hand_over(lab: &Lab, from: &str, to: &str, path: &str) {
+pub(crate) fn hand_over(lab: &Lab, from: &str, to: &str, path: &str) {
     let src = lab
         .dir
         .join("hosts")
@@ -216,7 +228,7 @@ fn probe(lab: &Lab, host: &str, other_chassis: &str) -> BTreeMap<String, (String
         .collect()
 }
 
-fn export(lab: &Lab, args: &[&str]) -> String {
+pub(crate) fn export(lab: &Lab, args: &[&str]) -> String {
     let mut a = vec!["dcn", "bundle", "export"];
     a.extend_from_slice(args);
     let out = lab.ok(&a);
@@ -226,7 +238,7 @@ fn export(lab: &Lab, args: &[&str]) -> String {
         .to_string()
 }
 
-fn untouched(lab: &Lab, host: &str) {
+pub(crate) fn untouched(lab: &Lab, host: &str) {
     let out = lab.exec_on(host, &["test", "-e", "/var/lib/dcn"]);
     assert!(
         !out.status.success(),
@@ -246,7 +258,17 @@ fn lab_edge_sites_end_to_end() {
         .prefix("dcn-lab-edges-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let lab = Lab::up(dir.path(), &["--edges", "2", "--spare", "1"]);
+    let lab = Lab::up(
+        dir.path(),
+        &[
+            "--edges",
+            "2",
+            "--spare",
+            "1",
+            "--cert-lifetime",
+            lifecycle::LIFETIME,
+        ],
+    );
     let mut outputs = lab.up_output.clone();
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
@@ -395,12 +417,20 @@ fn lab_edge_sites_end_to_end() {
     let at_site =
         |site: &str| -> Vec<Guest> { guests.iter().filter(|g| g.host == site).cloned().collect() };
 
+    // Certificates renew under the guests' feet: every one of the control
+    // plane and of both edges, with no plane down and no round lost.
+    let mut certificates = lifecycle::History::default();
+    certificates.sample(&lab);
+    lifecycle::renewal_without_a_blink(&lab, &["edge1", "edge2"], &guests);
+    certificates.sample(&lab);
+
     // Day 2: debug for nova-compute at site edge1 reaches edge1 only.
     let edge2_config = day2::site_debug(&lab);
 
     // Cut edge1's WAN link for several minutes: its guests go on getting
     // DHCP answers and talking ICMP and TCP to each other, every round.
     let marks = last_rounds(&lab, &guests);
+    certificates.sample(&lab);
     assert!(lab.lab(&["link", "edge1", "down"]).status.success());
     let cut = Instant::now();
     let noticed = wait_for(
@@ -424,8 +454,14 @@ fn lab_edge_sites_end_to_end() {
     );
     // A node override made while edge1 is cut off waits for it.
     let edge1_config = day2::node_override_while_cut(&lab);
-    while cut.elapsed() < Duration::from_secs(180) {
+    // At least three minutes, and until edge1's certificate has expired
+    // (it cannot renew while it is cut off).
+    while cut.elapsed() < Duration::from_secs(180) || !lifecycle::node_cert_expired(&lab, "edge1") {
         assert_eq!(compute_state(&lab, "edge2"), "up", "edge2 is not affected");
+        assert!(
+            cut.elapsed() < Duration::from_secs(420),
+            "edge1's certificate never expired"
+        );
         std::thread::sleep(Duration::from_secs(20));
     }
     let s = lab.json(&["openstack", "server", "show", "edge2-a"]);
@@ -442,7 +478,12 @@ fn lab_edge_sites_end_to_end() {
             cut.elapsed().as_secs_f64(),
             lost.len()
         );
-        assert!(*n >= 15, "{}: only {n} rounds in 3 minutes", g.name);
+        assert!(
+            *n >= 15,
+            "{}: only {n} rounds in {:.0}s",
+            g.name,
+            cut.elapsed().as_secs_f64()
+        );
         assert!(lost.is_empty(), "{}: lost rounds {lost:?}", g.name);
     }
     let back = wait_for(
@@ -464,6 +505,8 @@ fn lab_edge_sites_end_to_end() {
         back <= Duration::from_secs(60),
         "nova-compute took {back:?} to come back"
     );
+    lifecycle::renewed_after_the_cut(&lab, "edge1", "edge1");
+    certificates.sample(&lab);
     day2::caught_up(&lab, &edge1_config, &edge2_config);
     let s = lab.create_server("vm-edge1-after", Some("edge1"));
     assert_eq!(s["status"], "ACTIVE", "{s}");
@@ -538,6 +581,8 @@ fn lab_edge_sites_end_to_end() {
             "{name} while edge1 rebooted: {n} rounds, lost {lost:?}"
         );
     }
+
+    certificates.sample(&lab);
 
     // A dead ovn-controller at a site shows at the centre.
     // (Signalled through its pid file: systemd cannot signal the unit's
@@ -785,6 +830,7 @@ fn lab_edge_sites_end_to_end() {
         lab.wait_guest_working(g, Duration::from_secs(300));
     }
     let marks = last_rounds(&lab, &edge_guests);
+    certificates.sample(&lab);
     assert!(lab.lab(&["restart", "cp"]).status.success());
     let recovered = wait_for(
         "both edges up after the control plane restarted",
@@ -805,6 +851,14 @@ fn lab_edge_sites_end_to_end() {
             "{name} through the control plane's power cycle: {n} rounds, lost {lost:?}"
         );
     }
+
+    // Every certificate renewed at least twice by now; then the CA is
+    // rotated with edge2 cut off throughout, and the control plane is
+    // rebuilt from a backup. Tempest (below) runs against the restored one.
+    certificates.sample(&lab);
+    certificates.renewed_at_least(&["edge1", "edge2"], 2);
+    let pin = lifecycle::ca_rotation(&lab, "edge1", "edge2", "edge3", &edge_guests);
+    lifecycle::backup_and_restore(&lab, &pin, "edge1", "edge3", &edge_guests, &mut outputs);
 
     // No secret in argv, journals, dcn's output or world-readable files.
     let mut secrets: Vec<String> = Vec::new();

@@ -17,6 +17,7 @@ pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
                 edge_layer: !args.no_edge_layer,
                 dcn_binary,
                 config: args.config,
+                cert_lifetime: args.cert_lifetime,
                 bare_metal: args.bare_metal,
                 bare_metal_failures: args.bare_metal_failures,
                 edge_iso: args.edge_iso,
@@ -71,6 +72,14 @@ pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
             } else {
                 println!("{host}: restarted, systemd running after {:.1}s", r.seconds);
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Replace { dir, host } => {
+            let r = crate::lab::replace(&dir.dir, &host)?;
+            println!(
+                "{host}: replaced by a blank host of the same name and address, up after {:.1}s; what was on its disk is gone",
+                r.seconds
+            );
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Tempest {

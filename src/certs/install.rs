@@ -103,7 +103,10 @@ fn tell(host: &Host, service: &str, on_renew: &OnRenew) -> String {
             ),
             Err(e) => tracing::warn!("{service} did not take up its new certificate: {e:#}"),
         }
-        return format!("ran {}", argv.join(" "));
+        return on_renew
+            .says
+            .clone()
+            .unwrap_or_else(|| format!("ran {program}"));
     }
     "nothing (it reads its files again)".into()
 }
@@ -176,12 +179,9 @@ mod tests {
         leaves.sort();
         assert_eq!(leaves, ["api", "ovn-sb", "rabbitmq"], "{first:?}");
         let api = first.iter().find(|i| i.leaf == "api").unwrap();
-        assert_eq!(api.told, "reload dcn-api-proxy.service");
+        assert_eq!(api.told, "replaced in the running haproxy");
         let calls = runner.command_lines().join("\n");
-        assert!(
-            calls.contains("try-reload-or-restart dcn-api-proxy.service"),
-            "{calls}"
-        );
+        assert!(calls.contains("set ssl cert"), "{calls}");
         assert!(
             calls.contains("rabbitmqctl eval") && calls.contains("clear_pem_cache"),
             "{calls}"

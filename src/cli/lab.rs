@@ -34,6 +34,17 @@ pub enum LabCommand {
         /// The host (cp, edge1, …)
         host: String,
     },
+    /// Replace a host by a blank one of the same name and address: power it off, throw its disk away, boot a fresh one
+    ///
+    /// The drill of a control plane whose disk died: `dcn restore` puts it back from a
+    /// backup (`dcn lab exec cp -- dcn restore FILE`). Its network link and its place in
+    /// the lab stay; what was on its disk is gone.
+    Replace {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The host (cp, edge1, …)
+        host: String,
+    },
     /// Run OpenStack's Tempest suite against the lab's cloud (installed in cp from the lab's repository)
     ///
     /// tempest.conf is written from what the cloud reports; the tests of the exclusion list (each
@@ -94,6 +105,10 @@ pub struct LabUpArgs {
     /// StandaloneConfig for the control plane (default: the lab's own)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Short certificate lifetimes in the lab's config, to watch them renew (the control
+    /// plane's and the nodes' certificates live this long, e.g. 6m; at least 3m)
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with = "config")]
+    pub cert_lifetime: Option<std::time::Duration>,
     /// Bare-metal edge nodes: qemu VMs behind a Redfish BMC emulator, in site bm1
     ///
     /// Each node is a VM of 2 vCPUs and 3 GiB (software emulation) on the

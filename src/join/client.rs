@@ -11,6 +11,50 @@ use std::time::Duration;
 #[error("the control plane refused the join ({}): {}", .0.error, .0.message)]
 pub struct Refused(pub ErrorReply);
 
+/// The join service presented a certificate that no CA this host trusts
+/// issued. Trying again does not help: the control plane moved to a new CA
+/// while this host was away (or with a bundle made before it), or the
+/// endpoint is not this host's control plane.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the join service's certificate is not issued by a CA this host trusts ({0}): if the control plane's CA was rotated since, join with a new bundle (`dcn bundle export`), or on a joined node run `dcn node trust-ca --ca-pin PIN` with the pin `dcn ca status` prints on the control plane"
+)]
+pub struct Untrusted(pub String);
+
+/// `send`, with a refused server certificate as [`Untrusted`].
+trait SendChecked {
+    fn send_checked(self) -> Result<reqwest::blocking::Response>;
+}
+
+impl SendChecked for reqwest::blocking::RequestBuilder {
+    fn send_checked(self) -> Result<reqwest::blocking::Response> {
+        self.send().map_err(|e| match certificate_error(&e) {
+            Some(why) => Untrusted(why).into(),
+            None => e.into(),
+        })
+    }
+}
+
+/// The rustls certificate error somewhere in `e`'s sources, in words.
+/// (An `io::Error` wrapping another error hides it from `source()`: its
+/// inner error is followed instead.)
+fn certificate_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(rustls::Error::InvalidCertificate(c)) = err.downcast_ref::<rustls::Error>() {
+            return Some(format!("{c:?}"));
+        }
+        cur = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    None
+}
+
 pub struct JoinClient {
     base: String,
     http: reqwest::blocking::Client,
@@ -55,7 +99,7 @@ impl JoinClient {
             .http
             .get(format!("{}{HEALTH_PATH}", self.base))
             .timeout(Duration::from_secs(10))
-            .send()
+            .send_checked()
             .with_context(|| format!("connecting to the join service at {}", self.base))?;
         Self::decode(resp, "the health check")
     }
@@ -66,7 +110,7 @@ impl JoinClient {
             .http
             .post(format!("{}{CHALLENGE_PATH}", self.base))
             .timeout(Duration::from_secs(10))
-            .send()
+            .send_checked()
             .with_context(|| format!("asking the join service at {} for a challenge", self.base))?;
         self.known(&resp, CHALLENGE_PATH)?;
         Self::decode(resp, "the challenge request")
@@ -90,7 +134,7 @@ impl JoinClient {
             .http
             .post(format!("{}{JOIN_PATH}", self.base))
             .json(req)
-            .send()
+            .send_checked()
             .with_context(|| format!("sending the join request to {}", self.base))?;
         self.known(&resp, JOIN_PATH)?;
         Self::decode(resp, "the join request")
@@ -118,7 +162,7 @@ impl JoinClient {
             .bearer_auth(credential)
             .json(&report.clone().bounded())
             .timeout(Duration::from_secs(10))
-            .send()
+            .send_checked()
             .with_context(|| format!("reporting progress to {}", self.base))?;
         Self::decode(resp, "the progress report").map_err(|e| match e.downcast::<Refused>() {
             Ok(Refused(r)) => anyhow::anyhow!(
@@ -135,7 +179,7 @@ impl JoinClient {
             .http
             .get(format!("{}{NODES_PATH}{hostname}", self.base))
             .bearer_auth(node_secret)
-            .send()
+            .send_checked()
             .with_context(|| {
                 format!("asking the join service at {} about {hostname}", self.base)
             })?;
@@ -152,7 +196,7 @@ impl JoinClient {
             ))
             .bearer_auth(node_secret)
             .timeout(Duration::from_secs(30))
-            .send()
+            .send_checked()
             .with_context(|| format!("fetching the site config from {}", self.base))?;
         Self::decode(resp, "the config request")
     }
@@ -174,7 +218,7 @@ impl JoinClient {
             .bearer_auth(node_secret)
             .json(check)
             .timeout(Duration::from_secs(30))
-            .send()
+            .send_checked()
             .with_context(|| format!("checking this node's certificate with {}", self.base))?;
         Self::decode(resp, "the certificate check")
     }
@@ -195,7 +239,7 @@ impl JoinClient {
             .bearer_auth(node_secret)
             .json(applied)
             .timeout(Duration::from_secs(10))
-            .send()
+            .send_checked()
             .with_context(|| format!("reporting the applied config to {}", self.base))?;
         Self::decode::<serde_json::Value>(resp, "the config report").map(|_| ())
     }

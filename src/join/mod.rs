@@ -290,6 +290,7 @@ pub(crate) fn retry<T>(
             {
                 return Err(e);
             }
+            Err(e) if e.downcast_ref::<client::Untrusted>().is_some() => return Err(e),
             Err(e) => {
                 if Instant::now() + pause > deadline {
                     return Err(e.context(format!(

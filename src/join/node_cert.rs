@@ -135,14 +135,34 @@ pub(crate) fn check(
         }
         None => None,
     };
-    let reply = client.certificate(
+    let holds = files
+        .read_string(NODE_CERT)?
+        .and_then(|pem| crate::pki::pem_der(&pem).ok())
+        .map(|der| {
+            use sha2::Digest;
+            format!("sha256:{}", hex::encode(sha2::Sha256::digest(der)))
+        });
+    let mut reply = client.certificate(
         hostname,
         creds.node_secret.expose(),
         &CertificateCheck {
-            trusted_cas: pins,
-            csr,
+            trusted_cas: pins.clone(),
+            csr: csr.clone(),
+            holds: holds.clone(),
         },
     )?;
+    if reply.renew_now && csr.is_none() {
+        tracing::info!("renewing this node's certificate (the control plane has no record of it)");
+        reply = client.certificate(
+            hostname,
+            creds.node_secret.expose(),
+            &CertificateCheck {
+                trusted_cas: pins,
+                csr: Some(super::edge::csr(&key, hostname)?),
+                holds,
+            },
+        )?;
+    }
     let mut done = Checked::default();
     let cas = checked_cas(&reply.trusted_cas)?;
     if let Some(cert) = &reply.certificate {
@@ -171,6 +191,7 @@ pub(crate) fn check(
         let report = CertificateCheck {
             trusted_cas: trusted_pins(host)?,
             csr: None,
+            holds: None,
         };
         if let Err(e) = client.certificate(hostname, creds.node_secret.expose(), &report) {
             tracing::warn!("the CAs this node trusts now were not reported: {e:#}");

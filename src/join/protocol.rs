@@ -410,6 +410,11 @@ pub struct CertificateCheck {
     /// A CSR for the node's own key, when its certificate is due.
     #[serde(default)]
     pub csr: Option<String>,
+    /// `sha256:<hex>` of the DER of the certificate the node holds, so the
+    /// centre can tell one it did not record (a control plane restored from
+    /// a backup older than the node's last renewal).
+    #[serde(default)]
+    pub holds: Option<String>,
 }
 
 /// The answer to a [`CertificateCheck`].
@@ -426,6 +431,10 @@ pub struct CertificateReply {
     /// The renewed certificate, when the check carried a CSR.
     #[serde(default)]
     pub certificate: Option<String>,
+    /// The centre does not know the certificate the node holds (its OVN
+    /// southbound would refuse it): renew now, whatever its dates.
+    #[serde(default)]
+    pub renew_now: bool,
 }
 
 /// `GET /v1/ca`.

@@ -37,7 +37,9 @@ pub(super) fn boot_all(
         };
         let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
         state.mounts.push(rootfs.clone());
-        state.host_mut(&name).expect("planned").rootfs = rootfs.clone();
+        let h = state.host_mut(&name).expect("planned");
+        h.rootfs = rootfs.clone();
+        h.lowers = lowers.iter().map(|l| l.to_path_buf()).collect();
         state.save(&opts.dir)?;
         seed(&rootfs, &name, &hosts_file)?;
         if name == "cp" {
@@ -99,7 +101,7 @@ pub(super) fn container_spec(
 }
 
 /// /etc/hosts entries for every lab host.
-fn hosts_file(state: &LabState) -> String {
+pub(super) fn hosts_file(state: &LabState) -> String {
     let mut s = String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
     for h in &state.hosts {
         s.push_str(&format!("{}\t{}\n", h.address, h.name));
@@ -109,7 +111,7 @@ fn hosts_file(state: &LabState) -> String {
 
 /// A container's own identity: host name (before anything installs: RabbitMQ
 /// derives its node name from it) and hosts file.
-fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
+pub(super) fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
     std::fs::write(rootfs.join("etc/hostname"), format!("{name}\n"))?;
     std::fs::write(rootfs.join("etc/hosts"), hosts)?;
     Ok(())

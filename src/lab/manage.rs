@@ -29,6 +29,76 @@ pub fn restart(dir: &Path, host: &str) -> Result<Restarted> {
     require_root()?;
     let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?.clone();
+    power_off(dir, &mut state, &h)?;
+    let spec = container_spec(dir, &state, &h)?;
+    let t = Instant::now();
+    let init = boot(dir, &mut state, host, &spec)?;
+    let link_down = !link_is_up(&h.router_link);
+    let ready = if link_down {
+        container::Readiness::Reachable
+    } else {
+        container::Readiness::Running
+    };
+    container::wait_ready(&spec, init, ready, Duration::from_secs(180))?;
+    Ok(Restarted {
+        seconds: t.elapsed().as_secs_f64(),
+        link_down,
+    })
+}
+
+/// How a replaced host came up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replaced {
+    /// Seconds from the blank host's power-on until systemd runs.
+    pub seconds: f64,
+}
+
+/// Replace a lab host by a blank one: the same name, address, network and
+/// read-only layers, a new empty writable layer (its disk), booted. The
+/// drill of a control plane whose disk died, for `dcn restore`.
+pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
+    require_root()?;
+    let runner = SystemRunner::new(false);
+    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?.clone();
+    if h.lowers.is_empty() {
+        bail!(
+            "the lab recorded no layers for {host} (it was made by an older dcn); run `dcn lab down` and `dcn lab up` again"
+        );
+    }
+    power_off(dir, &mut state, &h)?;
+    rootfs::unmount(&runner, &h.rootfs)?;
+    let host_dir = h
+        .rootfs
+        .parent()
+        .context("a host's root filesystem has a parent directory")?;
+    for layer in ["upper", "work"] {
+        let d = host_dir.join(layer);
+        if d.exists() {
+            std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+        }
+    }
+    let lowers: Vec<&Path> = h.lowers.iter().map(|p| p.as_path()).collect();
+    let mounted = rootfs::mount_layers(&runner, &lowers, host_dir)?;
+    super::boot::seed(&mounted, &h.name, &super::boot::hosts_file(&state))?;
+    let spec = container_spec(dir, &state, &h)?;
+    let t = Instant::now();
+    let init = boot(dir, &mut state, host, &spec)?;
+    container::wait_ready(
+        &spec,
+        init,
+        container::Readiness::Running,
+        Duration::from_secs(180),
+    )?;
+    Ok(Replaced {
+        seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// Power a host off: its recorded container, and any the lab did not
+/// record (a failed restart of an older dcn) that holds its root
+/// filesystem busy.
+fn power_off(dir: &Path, state: &mut LabState, h: &super::state::HostState) -> Result<()> {
     if let Some(nspawn) = h.nspawn_pid {
         container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
     }
@@ -45,30 +115,27 @@ pub fn restart(dir: &Path, host: &str) -> Result<Restarted> {
         }
     }
     {
-        let hm = state.host_mut(host).expect("exists");
+        let hm = state.host_mut(&h.name).expect("exists");
         hm.nspawn_pid = None;
         hm.init_pid = None;
     }
-    state.save(dir)?;
-    let spec = container_spec(dir, &state, &h)?;
-    let t = Instant::now();
-    let init = container::start(&spec, Duration::from_secs(120), |nspawn| {
+    state.save(dir)
+}
+
+/// Boot `host`'s container, recording it as soon as it runs; its init PID.
+fn boot(
+    dir: &Path,
+    state: &mut LabState,
+    host: &str,
+    spec: &container::ContainerSpec,
+) -> Result<u32> {
+    let init = container::start(spec, Duration::from_secs(120), |nspawn| {
         state.host_mut(host).expect("exists").nspawn_pid = Some(nspawn);
         state.save(dir)
     })?;
     state.host_mut(host).expect("exists").init_pid = Some(init);
     state.save(dir)?;
-    let link_down = !link_is_up(&h.router_link);
-    let ready = if link_down {
-        container::Readiness::Reachable
-    } else {
-        container::Readiness::Running
-    };
-    container::wait_ready(&spec, init, ready, Duration::from_secs(180))?;
-    Ok(Restarted {
-        seconds: t.elapsed().as_secs_f64(),
-        link_down,
-    })
+    Ok(init)
 }
 
 /// Remove everything the lab in `dir` created: containers (stopping a BMC

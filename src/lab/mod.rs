@@ -24,7 +24,10 @@ mod state;
 mod sweep;
 pub mod tempest;
 
-pub use manage::{HostStatus, LabStatus, Restarted, VmStatus, down, exec, link, restart, status};
+pub use manage::{
+    HostStatus, LabStatus, Replaced, Restarted, VmStatus, down, exec, link, replace, restart,
+    status,
+};
 pub use nsenter::ContainerRunner;
 pub use report::{EdgeJoin, PhaseTime, Report};
 pub use state::{HostState, LabState, VmKind, VmState};
@@ -59,6 +62,8 @@ pub struct UpOptions {
     pub dcn_binary: PathBuf,
     /// Config for the control plane (defaults to the lab's).
     pub config: Option<PathBuf>,
+    /// Short certificate lifetimes in the lab's config (renewal drills).
+    pub cert_lifetime: Option<std::time::Duration>,
     /// Bare-metal nodes (qemu VMs behind a Redfish BMC) in site `bm1`.
     pub bare_metal: u8,
     /// Also the nodes that must fail to deploy (`bm1-nodisk`, `bm1-badpw`).
@@ -95,7 +100,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     }
     let config_text = match &opts.config {
         Some(p) => crate::yaml::read_file(p).with_context(|| format!("reading {}", p.display()))?,
-        None => default_config(),
+        None => default_config(opts.cert_lifetime),
     };
     crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;
     let bm_site = bare_metal::plan(opts)?;
@@ -287,11 +292,18 @@ fn host_plan(edges: u8, spare: u8) -> Vec<(String, &'static str, Option<String>)
 
 /// The control plane's config in the lab: its lab address, and the lab's
 /// repository as the only package source.
-fn default_config() -> String {
-    format!(
+fn default_config(cert_lifetime: Option<std::time::Duration>) -> String {
+    let mut text = format!(
         "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  hostname: cp\n  address: {}\npackages:\n  source: local:{REPO_MOUNT}\n",
         net::HostNet::new("cp", 0).address
-    )
+    );
+    if let Some(l) = cert_lifetime {
+        let l = humantime::format_duration(l);
+        text.push_str(&format!(
+            "certificates:\n  controlPlaneLifetime: {l}\n  nodeLifetime: {l}\n"
+        ));
+    }
+    text
 }
 
 fn require_root() -> Result<()> {

@@ -77,6 +77,10 @@ pub struct HostState {
     pub router_link: String,
     pub address: String,
     pub rootfs: PathBuf,
+    /// The read-only layers under its writable one, topmost first (what
+    /// `dcn lab replace` boots a blank host from).
+    #[serde(default)]
+    pub lowers: Vec<PathBuf>,
     /// PID of systemd-nspawn, and of the container's systemd.
     pub nspawn_pid: Option<u32>,
     pub init_pid: Option<u32>,
@@ -99,6 +103,7 @@ impl HostState {
             router_link: net.router_link.clone(),
             address: net.address.to_string(),
             rootfs: PathBuf::new(),
+            lowers: Vec::new(),
             nspawn_pid: None,
             init_pid: None,
         }

@@ -223,9 +223,12 @@ pub struct OnRenew {
     /// open connections, such as haproxy's).
     #[serde(default)]
     pub reload: Option<String>,
-    /// Run this command.
+    /// Run this command…
     #[serde(default)]
     pub run: Option<Vec<String>>,
+    /// …which this says, in reports (`replaced in the running haproxy`).
+    #[serde(default)]
+    pub says: Option<String>,
     /// The service reads its certificate files again by itself when they
     /// change (for its next connections).
     #[serde(default)]
@@ -236,6 +239,12 @@ impl OnRenew {
     /// Exactly one way is given.
     pub fn check(&self) -> Result<(), String> {
         let given = [self.reload.is_some(), self.run.is_some(), self.rereads];
+        if self.run.is_some() != self.says.is_some() {
+            return Err(
+                "onRenew's run and says go together: the command, and what it does in a few words"
+                    .into(),
+            );
+        }
         match given.iter().filter(|g| **g).count() {
             1 => Ok(()),
             0 => Err("onRenew must say how the service takes up a renewed certificate: reload, run or rereads: true".into()),

@@ -16,6 +16,7 @@ use crate::host::Host;
 use crate::join::protocol::{CertificateCheck, CertificateReply, MAX_TRUSTED_CAS, TrustedCas};
 use crate::pki::Pin;
 use crate::sites::{Registry, ovn_access};
+use sha2::Digest;
 
 /// `POST /v1/nodes/{hostname}/certificate`.
 pub fn check(
@@ -77,6 +78,18 @@ pub fn check(
         certificate = Some(issued.cert_pem);
         changed = true;
     }
+    // A node holding a certificate the centre did not issue it (a control
+    // plane restored from a backup older than the node's last renewal)
+    // is told to renew now: the SB admits only the recorded one's CA.
+    let recorded = node
+        .certificate
+        .as_deref()
+        .and_then(|pem| crate::pki::pem_der(pem).ok())
+        .map(|der| format!("sha256:{}", hex::encode(sha2::Sha256::digest(der))));
+    let renew_now = certificate.is_none()
+        && check.holds.is_some()
+        && recorded.is_some()
+        && check.holds != recorded;
     if changed {
         registry.save_node(&node).map_err(internal)?;
     }
@@ -90,6 +103,7 @@ pub fn check(
         renew_when_left: policy.renew_when_left,
         check_every: policy.check_interval().as_secs(),
         certificate,
+        renew_now,
     })
 }
 

@@ -198,6 +198,15 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
         };
         let mut rest =
             control_plane_phases(&plan, &recipes, &services, &values, &roles, &id.hostname)?;
+        if let Some((_, configure)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Configure) {
+            configure.steps.insert(
+                0,
+                Box::new(secrets::RenewDue::new(
+                    &id,
+                    crate::certs::policy::Policy::from(&config.certificates),
+                )),
+            );
+        }
         // The record comes first, so status and reset know a half-done setup.
         if let Some((_, packages)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Packages) {
             packages

@@ -237,3 +237,64 @@ impl Step for Leaf {
         Ok(())
     }
 }
+
+/// Before the services are configured: issue again any control-plane
+/// certificate that became due since the secrets phase (the packages phase
+/// takes minutes; a lab drilling renewal gives certificates a few), so no
+/// service starts with one about to expire. After init, `dcn cert renew`
+/// (its timer) keeps them current.
+pub struct RenewDue {
+    requests: Vec<(&'static str, LeafRequest)>,
+    policy: Policy,
+}
+
+impl RenewDue {
+    pub fn new(identity: &Identity, policy: Policy) -> RenewDue {
+        RenewDue {
+            requests: (leaves::requests(identity).into_iter())
+                .map(|(name, _, request)| (name, request))
+                .collect(),
+            policy,
+        }
+    }
+
+    fn due(&self, files: &crate::host::Files) -> Result<Vec<&(&'static str, LeafRequest)>> {
+        if !files.exists(CA_CERT)? {
+            return Ok(Vec::new());
+        }
+        let signer = Authorities::new(files).leaf_signer()?;
+        let now = SystemTime::now();
+        let mut out = Vec::new();
+        for r in &self.requests {
+            if leaves::reason(files, r.0, &signer, self.policy.renew_when_left, now)?.is_some() {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Step for RenewDue {
+    /// Only files written through `Files`, which fsyncs them.
+    fn needs_flush(&self) -> bool {
+        false
+    }
+    fn name(&self) -> String {
+        "secrets.renew-due".into()
+    }
+    fn describe(&self) -> String {
+        "issue again the certificates that became due".into()
+    }
+    fn is_done(&self, ctx: &Context) -> Result<bool> {
+        Ok(ctx.host.files.is_dry_run() || self.due(&ctx.host.files)?.is_empty())
+    }
+    fn apply(&self, ctx: &Context) -> Result<()> {
+        let files = &ctx.host.files;
+        let signer = Authorities::new(files).leaf_signer()?;
+        for (name, request) in self.due(files)? {
+            leaves::issue(files, name, request, &signer, self.policy.control_plane)?;
+            tracing::info!("    issued the {name} certificate again (it became due)");
+        }
+        Ok(())
+    }
+}

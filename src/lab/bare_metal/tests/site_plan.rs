@@ -84,6 +84,7 @@ fn options(bare_metal: u8, failures: bool, edge_iso: &Path) -> UpOptions {
         edge_layer: true,
         dcn_binary: "/usr/local/bin/dcn".into(),
         config: None,
+        cert_lifetime: None,
         bare_metal,
         bare_metal_failures: failures,
         edge_iso: edge_iso.into(),
