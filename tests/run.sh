@@ -12,7 +12,11 @@
 # TCP (tests/lab_e2e.rs, about 10 minutes once the download cache in
 # /var/cache/dcn-lab is warm), then two edge sites with two real guests each
 # and the DCN failure modes: WAN cut, edge and control-plane power cycles,
-# checked from inside the guests (tests/lab_edges.rs, about 30 minutes); and,
+# checked from inside the guests, with certificates of four minutes that
+# renew under them, then Tempest (tests/lab_edges.rs, about 30 minutes;
+# when the lifecycle code changed in the last commit, or with
+# DCN_LAB_LIFECYCLE=1, also a CA rotation and the control plane backed up,
+# replaced and restored: about 15 minutes more); and,
 # as root when the edge chain's code changed in the last commit (or with
 # DCN_IMAGE_E2E=1), the edge ISO built (tests/image_e2e.rs, about 6 minutes
 # with a cold /var/cache/dcn-image) and a bare-metal site deployed from its
@@ -99,6 +103,19 @@ static_binary() {
 EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/join src/serve
     src/site_deploy src/sites/progress.rs src/engine src/deploy src/lab tests/common
     tests/image_e2e.rs tests/site_deploy_e2e.rs)
+# The edge lab's long lifecycle drills (a CA rotation; the control plane
+# backed up, replaced by a blank host and restored: about 15 minutes) run
+# when their code changed in the last commit, or when asked for.
+LIFECYCLE_PATHS=(src/certs src/backup src/serve/certificate.rs src/join/node_cert.rs
+    src/lab/manage.rs tests/lifecycle)
+lifecycle_wanted() {
+    [[ ${DCN_LAB_LIFECYCLE:-} == 0 ]] && return 1
+    [[ ${DCN_LAB_LIFECYCLE:-} == 1 ]] && return 0
+    [[ ${CI:-} == true ]] || return 1
+    git rev-parse -q --verify HEAD~1 >/dev/null || return 0
+    ! git diff --quiet HEAD~1 HEAD -- "${LIFECYCLE_PATHS[@]}"
+}
+
 image_e2e_wanted() {
     [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
     [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0
@@ -175,7 +192,11 @@ stage fuzz-smoke fuzz_smoke
 if [[ ${CI:-} == true ]]; then rm -rf fuzz/target; fi
 
 if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
-    stage lab-e2e env DCN_LAB_E2E=1 cargo test --locked --test lab_e2e --test lab_edges -- --ignored --nocapture
+    lifecycle=0
+    if lifecycle_wanted; then lifecycle=1; fi
+    echo "==> lab lifecycle drills (CA rotation, backup/restore): DCN_LAB_LIFECYCLE=$lifecycle"
+    stage lab-e2e env DCN_LAB_E2E=1 DCN_LAB_LIFECYCLE=$lifecycle \
+        cargo test --locked --test lab_e2e --test lab_edges -- --ignored --nocapture
 else
     echo "==> lab-e2e skipped (needs root, and CI=true or DCN_LAB_E2E=1)"
 fi

@@ -49,6 +49,14 @@ fn control_plane() -> &'static (tempfile::TempDir, Host) {
         files.ensure_dir("/var/lib/dcn", &FileSpec::private_dir()).unwrap();
         files.write("/var/lib/dcn/pki/ca.crt", ca.cert_pem().as_bytes(), &secret).unwrap();
         files.write("/var/lib/dcn/pki/ca.key", ca.key_pem().expose().as_bytes(), &secret).unwrap();
+        // The certificate lifetimes a join signs with come from the saved config.
+        files
+            .write(
+                "/var/lib/dcn/config.yaml",
+                b"apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  hostname: cp\n  address: 127.0.0.1\n",
+                &secret,
+            )
+            .unwrap();
         let mut pw = PasswordStore::default();
         pw.ensure(["metadata_secret", "keystone_admin"]);
         pw.save(&files).unwrap();

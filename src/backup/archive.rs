@@ -269,7 +269,16 @@ pub fn read(
 ) -> Result<Verified, BackupError> {
     let file = crate::host::read::open(path, &crate::host::read::ReadSpec::up_to(u64::MAX))
         .map_err(|e| BackupError::Open(format!("{e:#}")))?;
-    let mut file = io::BufReader::new(file);
+    read_stream(file, extract_to, pin)
+}
+
+/// [`read`] from a stream (the fuzz target's entry point).
+pub fn read_stream(
+    input: impl Read,
+    extract_to: Option<&Path>,
+    pin: Option<&Pin>,
+) -> Result<Verified, BackupError> {
+    let mut file = io::BufReader::new(input);
     {
         use std::io::BufRead;
         let head = file

@@ -229,3 +229,99 @@ pub fn split_pem(text: &str) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> (tempfile::TempDir, Files, CertificateAuthority) {
+        let root = tempfile::tempdir().unwrap();
+        let files = Files::new(root.path(), false);
+        let ca = CertificateAuthority::generate("authority test CA").unwrap();
+        files
+            .write(CA_CERT, ca.cert_pem().as_bytes(), &FileSpec::secret())
+            .unwrap();
+        files
+            .write(
+                CA_KEY,
+                ca.key_pem().expose().as_bytes(),
+                &FileSpec::secret(),
+            )
+            .unwrap();
+        (root, files, ca)
+    }
+
+    #[test]
+    fn a_rotation_trusts_both_signs_bundles_with_the_new_and_leaves_with_the_old_until_finish() {
+        let (_root, files, old) = state();
+        let a = Authorities::new(&files);
+        assert_eq!(a.rotation().unwrap(), Rotation::None);
+        assert_eq!(a.trusted().unwrap().len(), 1);
+        let (pin, created) = a.start_rotation(time::Duration::days(30)).unwrap();
+        assert!(created);
+        assert_eq!(
+            a.start_rotation(time::Duration::days(30)).unwrap(),
+            (pin.clone(), false)
+        );
+        assert_eq!(a.rotation().unwrap(), Rotation::Overlap);
+        assert_eq!(a.trusted_pins().unwrap(), [pin.clone(), old.pin()]);
+        assert_eq!(a.bundle_signer().unwrap().pin(), pin);
+        assert_eq!(a.leaf_signer().unwrap().pin(), old.pin());
+
+        a.begin_finish().unwrap();
+        assert_eq!(a.rotation().unwrap(), Rotation::Finishing);
+        assert_eq!(a.leaf_signer().unwrap().pin(), pin);
+        // Both stay trusted until the end.
+        assert_eq!(a.trusted_pins().unwrap().len(), 2);
+        assert_eq!(a.complete_finish().unwrap(), Some(old.pin()));
+        assert_eq!(a.rotation().unwrap(), Rotation::None);
+        assert_eq!(a.current().unwrap().pin(), pin);
+        assert_eq!(a.trusted_pins().unwrap(), [pin]);
+        let retired = std::fs::read_dir(files.host_path(RETIRED_DIR).unwrap())
+            .unwrap()
+            .count();
+        assert_eq!(retired, 1);
+        assert!(!files.exists(NEXT_KEY).unwrap() && !files.exists(FINISHING).unwrap());
+    }
+
+    #[test]
+    fn a_finish_cut_off_at_any_write_is_completed_by_running_it_again() {
+        for cut in 0..4 {
+            let (_root, files, old) = state();
+            let a = Authorities::new(&files);
+            let (pin, _) = a.start_rotation(time::Duration::days(30)).unwrap();
+            a.begin_finish().unwrap();
+            let next = a.next().unwrap().unwrap();
+            // Where the power went: after the key, after the certificate,
+            // after the new CA's key went, after both went.
+            files
+                .write(
+                    CA_KEY,
+                    next.key_pem().expose().as_bytes(),
+                    &FileSpec::secret(),
+                )
+                .unwrap();
+            if cut >= 1 {
+                files
+                    .write(CA_CERT, next.cert_pem().as_bytes(), &FileSpec::secret())
+                    .unwrap();
+            }
+            if cut >= 2 {
+                files.remove(NEXT_KEY).unwrap();
+            }
+            if cut >= 3 {
+                files.remove(NEXT_CERT).unwrap();
+            }
+            // Leaves are signed by the new CA whatever the cut.
+            assert_eq!(a.leaf_signer().unwrap().pin(), pin, "cut {cut}");
+            a.complete_finish().unwrap();
+            assert_eq!(a.rotation().unwrap(), Rotation::None, "cut {cut}");
+            assert_eq!(a.current().unwrap().pin(), pin, "cut {cut}");
+            assert_eq!(a.trusted_pins().unwrap(), [pin.clone()], "cut {cut}");
+            assert_ne!(pin, old.pin());
+            for f in [NEXT_CERT, NEXT_KEY, FINISHING] {
+                assert!(!files.exists(f).unwrap(), "cut {cut}: {f} left");
+            }
+        }
+    }
+}

@@ -105,3 +105,108 @@ pub(super) fn renew_locked(host: &Host, force: bool) -> Result<Renewal> {
     crate::sites::ovn_access::write_client_cas(files)?;
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{Files, RecordingRunner};
+    use crate::pki::CertificateAuthority;
+    use std::sync::Arc;
+
+    /// A control plane's state in a temporary root: its record, its saved
+    /// config (certificates of `lifetime`), users, and its CA.
+    fn control_plane(lifetime: &str) -> (tempfile::TempDir, Host, Arc<RecordingRunner>) {
+        let root = tempfile::tempdir().unwrap();
+        let files = Files::new(root.path(), false);
+        let put = |p: &str, t: &str| files.write(p, t.as_bytes(), &FileSpec::secret()).unwrap();
+        put(
+            "/etc/passwd",
+            "root:x:0:0::/root:/bin/sh\nrabbitmq:x:120:120::/:/bin/false\n",
+        );
+        put("/etc/group", "root:x:0:\nrabbitmq:x:120:\n");
+        put(
+            crate::deployment::DEPLOYMENT_FILE,
+            r#"{"roles":["controller"],"services":["api-proxy","rabbitmq","ovn-central","join-service"],"hostname":"cp","address":"10.0.0.1"}"#,
+        );
+        put(
+            crate::deployment::CONFIG_FILE,
+            &format!(
+                "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\ncontrolPlane:\n  hostname: cp\n  address: 10.0.0.1\ncertificates:\n  controlPlaneLifetime: {lifetime}\n  renewWhenLeft: 33%\n"
+            ),
+        );
+        let ca = CertificateAuthority::generate("renew test CA").unwrap();
+        put(crate::paths::CA_CERT, ca.cert_pem());
+        put(crate::paths::CA_KEY, ca.key_pem().expose());
+        let runner = Arc::new(RecordingRunner::default());
+        let host = Host::with_runner(root.path(), runner.clone(), false);
+        (root, host, runner)
+    }
+
+    #[test]
+    fn missing_due_and_half_written_certificates_are_issued_and_installed_once() {
+        let (_root, host, runner) = control_plane("3m");
+        // First run: every certificate is missing.
+        let run = renew(&host, false).unwrap();
+        let names: Vec<&str> = run.issued.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!(names, ["api", "rabbitmq", "ovn-sb", "join"]);
+        assert!(run.issued.iter().all(|(_, why, _)| *why == Reason::Missing));
+        assert!(run.trust_changed);
+        assert_eq!(run.installed.len(), 3, "{:?}", run.installed);
+        let api = host
+            .files
+            .read_string("/etc/haproxy/dcn/api.pem")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            api,
+            host.files
+                .read_string(&crate::paths::leaf_cert("api"))
+                .unwrap()
+                .unwrap()
+        );
+
+        // Nothing due: nothing issued, written or told.
+        let calls = runner.calls().len();
+        let run = renew(&host, false).unwrap();
+        assert!(run.issued.is_empty() && run.installed.is_empty() && !run.trust_changed);
+        assert_eq!(runner.calls().len(), calls);
+
+        // A power cut between a renewal's two writes: the next run issues
+        // that one again, and its service gets the matching pair.
+        let other = Authorities::new(&host.files)
+            .current()
+            .unwrap()
+            .issue(&crate::pki::LeafRequest {
+                common_name: "x".into(),
+                dns_names: vec!["cp".into()],
+                ip_addresses: vec![],
+                usage: crate::pki::Usage::Server,
+            })
+            .unwrap();
+        (host.files)
+            .write(
+                &crate::paths::leaf_key("rabbitmq"),
+                other.key_pem.expose().as_bytes(),
+                &FileSpec::secret(),
+            )
+            .unwrap();
+        let run = renew(&host, false).unwrap();
+        assert_eq!(run.issued.len(), 1);
+        assert_eq!(
+            (run.issued[0].0.as_str(), run.issued[0].1),
+            ("rabbitmq", Reason::KeyMismatch)
+        );
+        assert_eq!(
+            run.installed
+                .iter()
+                .map(|i| i.leaf.as_str())
+                .collect::<Vec<_>>(),
+            ["rabbitmq"]
+        );
+
+        // --force renews what is not due. (When one is due at a later
+        // time: certs::leaves' tests.)
+        let run = renew(&host, true).unwrap();
+        assert!(run.issued.iter().all(|(_, why, _)| *why == Reason::Forced));
+    }
+}

@@ -59,14 +59,7 @@ pub(super) fn boot_all(
         state.repo = layers.repo.to_path_buf();
         let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
-        // Recorded as soon as each PID is known: a boot that fails later
-        // leaves a container `dcn lab down` knows.
-        let init = container::start(&spec, Duration::from_secs(120), |nspawn| {
-            state.host_mut(&name).expect("planned").nspawn_pid = Some(nspawn);
-            state.save(&opts.dir)
-        })?;
-        state.host_mut(&name).expect("planned").init_pid = Some(init);
-        state.save(&opts.dir)?;
+        let init = boot_recorded(&opts.dir, state, &name, &spec)?;
         container::wait_ready(
             &spec,
             init,
@@ -76,6 +69,24 @@ pub(super) fn boot_all(
         tracing::info!("  {name} booted in {:.1}s", t.elapsed().as_secs_f64());
     }
     Ok(())
+}
+
+/// Boot `host`'s container; its init PID. Each PID is recorded as soon as
+/// it is known: a boot that fails later leaves a container `dcn lab down`
+/// knows.
+pub(super) fn boot_recorded(
+    dir: &Path,
+    state: &mut LabState,
+    host: &str,
+    spec: &container::ContainerSpec,
+) -> Result<u32> {
+    let init = container::start(spec, Duration::from_secs(120), |nspawn| {
+        state.host_mut(host).expect("a lab host").nspawn_pid = Some(nspawn);
+        state.save(dir)
+    })?;
+    state.host_mut(host).expect("a lab host").init_pid = Some(init);
+    state.save(dir)?;
+    Ok(init)
 }
 
 /// How to boot a lab host's container.

@@ -32,7 +32,7 @@ pub fn restart(dir: &Path, host: &str) -> Result<Restarted> {
     power_off(dir, &mut state, &h)?;
     let spec = container_spec(dir, &state, &h)?;
     let t = Instant::now();
-    let init = boot(dir, &mut state, host, &spec)?;
+    let init = super::boot::boot_recorded(dir, &mut state, host, &spec)?;
     let link_down = !link_is_up(&h.router_link);
     let ready = if link_down {
         container::Readiness::Reachable
@@ -83,7 +83,7 @@ pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
     super::boot::seed(&mounted, &h.name, &super::boot::hosts_file(&state))?;
     let spec = container_spec(dir, &state, &h)?;
     let t = Instant::now();
-    let init = boot(dir, &mut state, host, &spec)?;
+    let init = super::boot::boot_recorded(dir, &mut state, host, &spec)?;
     container::wait_ready(
         &spec,
         init,
@@ -120,22 +120,6 @@ fn power_off(dir: &Path, state: &mut LabState, h: &super::state::HostState) -> R
         hm.init_pid = None;
     }
     state.save(dir)
-}
-
-/// Boot `host`'s container, recording it as soon as it runs; its init PID.
-fn boot(
-    dir: &Path,
-    state: &mut LabState,
-    host: &str,
-    spec: &container::ContainerSpec,
-) -> Result<u32> {
-    let init = container::start(spec, Duration::from_secs(120), |nspawn| {
-        state.host_mut(host).expect("exists").nspawn_pid = Some(nspawn);
-        state.save(dir)
-    })?;
-    state.host_mut(host).expect("exists").init_pid = Some(init);
-    state.save(dir)?;
-    Ok(init)
 }
 
 /// Remove everything the lab in `dir` created: containers (stopping a BMC

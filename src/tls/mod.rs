@@ -83,20 +83,23 @@ pub fn http_client(ca_pem: Option<&str>, timeout: Duration) -> Result<reqwest::b
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth(),
     };
-    reqwest::blocking::Client::builder()
-        .use_preconfigured_tls(tls)
-        .timeout(timeout)
-        .connect_timeout(Duration::from_secs(10))
-        .user_agent(concat!("dcn/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .context("building an HTTP client")
+    blocking_client(tls, timeout)
 }
 
 /// A blocking HTTP client that checks no server certificate: only for
 /// fetching what is then checked by other means (CA certificates against a
 /// pin the operator gives).
 pub fn unverified_http_client(timeout: Duration) -> Result<reqwest::blocking::Client> {
-    let tls = client_config_for(&ServerTrust::Insecure, &Presented::default())?;
+    blocking_client(
+        client_config_for(&ServerTrust::Insecure, &Presented::default())?,
+        timeout,
+    )
+}
+
+fn blocking_client(
+    tls: rustls::ClientConfig,
+    timeout: Duration,
+) -> Result<reqwest::blocking::Client> {
     reqwest::blocking::Client::builder()
         .use_preconfigured_tls(tls)
         .timeout(timeout)

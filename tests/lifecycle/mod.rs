@@ -17,6 +17,14 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// Whether the long drills run: the CA rotation and the control plane's
+/// backup, replacement and restore (about 15 minutes). tests/run.sh asks
+/// for them when their code changed (`DCN_LAB_LIFECYCLE=1`), as it runs
+/// the image chain; certificate renewal is proven on every run.
+pub fn long_drills() -> bool {
+    std::env::var("DCN_LAB_LIFECYCLE").is_ok_and(|v| v == "1")
+}
+
 /// The lab's certificate lifetime (`dcn lab up --cert-lifetime`).
 pub const LIFETIME: &str = "4m";
 const LIFETIME_SECS: u64 = 240;
