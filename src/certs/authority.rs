@@ -317,7 +317,11 @@ mod tests {
             a.complete_finish().unwrap();
             assert_eq!(a.rotation().unwrap(), Rotation::None, "cut {cut}");
             assert_eq!(a.current().unwrap().pin(), pin, "cut {cut}");
-            assert_eq!(a.trusted_pins().unwrap(), [pin.clone()], "cut {cut}");
+            assert_eq!(
+                a.trusted_pins().unwrap(),
+                std::slice::from_ref(&pin),
+                "cut {cut}"
+            );
             assert_ne!(pin, old.pin());
             for f in [NEXT_CERT, NEXT_KEY, FINISHING] {
                 assert!(!files.exists(f).unwrap(), "cut {cut}: {f} left");
