@@ -48,11 +48,11 @@ impl Drop for DiagnoseOnPanic<'_> {
         for (on, cmd) in [
             (
                 "cp",
-                "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log",
+                "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log; dcn cert list; journalctl -u dcn-join -n 30 --no-pager",
             ),
             (
                 host,
-                "tail -40 /var/log/ovn/ovn-controller.log; ovs-vsctl show; virsh list --all",
+                "tail -40 /var/log/ovn/ovn-controller.log; ovs-vsctl show; virsh list --all; journalctl -u dcn-config-sync -n 30 --no-pager; ls -l --time-style=full-iso /etc/ovn/dcn",
             ),
         ] {
             let out = lab.exec_on(on, &["sh", "-c", cmd]);
@@ -433,6 +433,7 @@ fn lab_edge_sites_end_to_end() {
     // DHCP answers and talking ICMP and TCP to each other, every round.
     let marks = last_rounds(&lab, &guests);
     certificates.sample(&lab);
+    let cut_diagnose = DiagnoseOnPanic(&lab, "edge1");
     assert!(lab.lab(&["link", "edge1", "down"]).status.success());
     let cut = Instant::now();
     let noticed = wait_for(
@@ -509,6 +510,7 @@ fn lab_edge_sites_end_to_end() {
     );
     lifecycle::renewed_after_the_cut(&lab, "edge1", "edge1");
     certificates.sample(&lab);
+    drop(cut_diagnose);
     day2::caught_up(&lab, &edge1_config, &edge2_config);
     let s = lab.create_server("vm-edge1-after", Some("edge1"));
     assert_eq!(s["status"], "ACTIVE", "{s}");

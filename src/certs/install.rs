@@ -62,6 +62,10 @@ pub fn install(
             }
         }
         if any {
+            // The key last, and touched even when it is the same (a node
+            // keeps its key): Open vSwitch's SSL code loads a new pair only
+            // once the key file's time changed too, after the certificate's.
+            host.files.touch(&c.key)?;
             changed.push((service, c));
         }
     }
@@ -208,6 +212,53 @@ mod tests {
                 .unwrap()
                 .unwrap(),
             "ca-1 ca-2"
+        );
+    }
+
+    /// Open vSwitch reloads its certificate only when the key file's time
+    /// changed too: a renewed certificate for the same key touches the key.
+    #[test]
+    fn a_renewed_certificate_for_the_same_key_touches_the_key_after_it() {
+        let (_root, host, _runner) = host();
+        let recipes = Recipes::embedded().unwrap();
+        let cp = control_plane();
+        let source = Source(Mutex::new(("1".into(), "ca".into())));
+        install(&host, &recipes, &cp, &source).unwrap();
+        let times = |p: &str| {
+            std::fs::metadata(host.files.host_path(p).unwrap())
+                .unwrap()
+                .modified()
+                .unwrap()
+        };
+        let key_before = times("/etc/ovn/dcn/ovn-sb.key");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // The same key, another certificate (the test source gives the key
+        // its own text only when the first field changes: keep it).
+        struct SameKey;
+        impl CertSource for SameKey {
+            fn leaf(&self, _: &Files, name: &str) -> Result<(String, Secret)> {
+                Ok((format!("{name} renewed"), Secret::new("key 1")))
+            }
+            fn ca(&self, _: &Files) -> Result<String> {
+                Ok("ca".into())
+            }
+        }
+        let done = install(&host, &recipes, &cp, &SameKey).unwrap();
+        assert_eq!(done.len(), 3);
+        let (cert, key) = (
+            times("/etc/ovn/dcn/ovn-sb.pem"),
+            times("/etc/ovn/dcn/ovn-sb.key"),
+        );
+        assert!(
+            key > key_before && key >= cert,
+            "the key was not touched after its certificate"
+        );
+        assert_eq!(
+            host.files
+                .read_string("/etc/ovn/dcn/ovn-sb.key")
+                .unwrap()
+                .unwrap(),
+            "key 1"
         );
     }
 

@@ -272,6 +272,25 @@ impl Files {
         Ok(change)
     }
 
+    /// Set a file's modification time to now, its contents unchanged (for
+    /// readers that reload a file only when its time changes).
+    pub fn touch(&self, path: &str) -> Result<()> {
+        if self.dry_run {
+            return Ok(());
+        }
+        let hp = self.host_path(path)?;
+        use nix::sys::stat::{UtimensatFlags, utimensat};
+        use nix::sys::time::TimeSpec;
+        utimensat(
+            nix::fcntl::AT_FDCWD,
+            &hp,
+            &TimeSpec::UTIME_NOW,
+            &TimeSpec::UTIME_NOW,
+            UtimensatFlags::FollowSymlink,
+        )
+        .with_context(|| format!("touching {path}"))
+    }
+
     /// Remove a file if it exists.
     pub fn remove(&self, path: &str) -> Result<Change> {
         let hp = self.host_path(path)?;
