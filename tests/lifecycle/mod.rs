@@ -296,21 +296,36 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
     eprintln!("a bundle of the old CA: {out}");
     untouched(lab, spare);
 
-    // The node left behind cannot check the control plane any more; the
-    // documented way back.
+    // The node left behind keeps the sessions it had (a short cut does not
+    // end them), but can no longer make one: it trusts only the retired
+    // CA. Its sync says so and names the documented way back.
     assert!(lab.lab(&["link", behind, "up"]).status.success());
-    std::thread::sleep(Duration::from_secs(45));
-    assert_ne!(
-        compute_state(lab, behind),
-        "up",
-        "{behind} should not trust the new CA yet"
+    let out = lab.fails_on(behind, &["dcn", "node", "sync-config"]);
+    assert!(
+        out.contains("UnknownIssuer") && out.contains("dcn node trust-ca"),
+        "{out}"
     );
     let out = lab.ok_on(behind, &["dcn", "node", "trust-ca", "--ca-pin", &new_pin]);
     eprintln!("{out}");
+    lab.ok_on(behind, &["dcn", "node", "sync-config"]);
+    // Every session from now on is made under the new CA: the southbound
+    // drops them all, the left-behind node's nova-compute starts again;
+    // both edges come back.
+    lab.ok(&[
+        "ovn-appctl",
+        "-t",
+        "/var/run/ovn/ovnsb_db.ctl",
+        "ovsdb-server/reconnect",
+    ]);
+    lab.ok_on(behind, &["systemctl", "restart", "nova-compute"]);
     let back = wait_for(
-        &format!("{behind} back after trust-ca"),
+        &format!("{moving} and {behind} back under the new CA"),
         Duration::from_secs(300),
-        || compute_state(lab, behind) == "up" && agent_alive(lab, behind),
+        || {
+            [moving, behind]
+                .iter()
+                .all(|h| compute_state(lab, h) == "up" && agent_alive(lab, h))
+        },
     );
     eprintln!(
         "CA rotation: {:.0}s in all; {behind} back {:.0}s after `dcn node trust-ca`",
