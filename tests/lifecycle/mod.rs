@@ -17,6 +17,49 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// Each guest's last round at each step of a drill, so that a lost round
+/// can be placed between two steps.
+struct Steps<'a> {
+    lab: &'a Lab,
+    guests: &'a [Guest],
+    started: Instant,
+    at: Vec<(String, f64, BTreeMap<String, u64>)>,
+}
+
+impl<'a> Steps<'a> {
+    fn new(lab: &'a Lab, guests: &'a [Guest]) -> Self {
+        let mut s = Steps {
+            lab,
+            guests,
+            started: Instant::now(),
+            at: Vec::new(),
+        };
+        s.mark("start");
+        s
+    }
+
+    fn mark(&mut self, step: &str) {
+        let rounds = last_rounds(self.lab, self.guests)
+            .into_iter()
+            .map(|(g, (_, n))| (g, n))
+            .collect();
+        self.at.push((
+            step.to_string(),
+            self.started.elapsed().as_secs_f64(),
+            rounds,
+        ));
+    }
+
+    /// The steps, for a failure message.
+    fn shown(&self) -> String {
+        self.at
+            .iter()
+            .map(|(s, t, r)| format!("  {t:>6.0}s {s}: {r:?}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// Whether the long drills run: the CA rotation and the control plane's
 /// backup, replacement and restore (about 15 minutes). tests/run.sh asks
 /// for them when their code changed (`DCN_LAB_LIFECYCLE=1`), as it runs
@@ -209,11 +252,14 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
     );
     hand_over(lab, "cp", spare, "/root/before-rotation.tar.gz");
     let marks = last_rounds(lab, guests);
+    let mut steps = Steps::new(lab, guests);
     assert!(lab.lab(&["link", behind, "down"]).status.success());
+    steps.mark(&format!("{behind} cut off"));
     let t = Instant::now();
 
     let out = lab.ok(&["dcn", "ca", "rotate"]);
     eprintln!("{out}");
+    steps.mark("rotate");
     let status = ca_status(lab);
     let new_pin = status["next"]["pin"].as_str().unwrap().to_string();
     assert_ne!(new_pin, old_pin);
@@ -248,7 +294,9 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
         !refused.status.success() && text.contains(behind) && text.contains("--force"),
         "{text}"
     );
+    steps.mark(&format!("{moving} moved"));
     let out = lab.ok(&["dcn", "ca", "rotate", "--finish", "--force"]);
+    steps.mark("finish --force");
     eprintln!("{out}");
     assert!(out.contains(behind) && out.contains("trust-ca"), "{out}");
     assert!(ca_status(lab)["next"].is_null());
@@ -299,7 +347,9 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
     // The node left behind keeps the sessions it had (a short cut does not
     // end them), but can no longer make one: it trusts only the retired
     // CA. Its sync says so and names the documented way back.
+    steps.mark(&format!("{moving} whole, old bundle refused"));
     assert!(lab.lab(&["link", behind, "up"]).status.success());
+    steps.mark(&format!("{behind}'s link back"));
     let out = lab.fails_on(behind, &["dcn", "node", "sync-config"]);
     assert!(
         out.contains("UnknownIssuer") && out.contains("dcn node trust-ca"),
@@ -308,16 +358,16 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
     let out = lab.ok_on(behind, &["dcn", "node", "trust-ca", "--ca-pin", &new_pin]);
     eprintln!("{out}");
     lab.ok_on(behind, &["dcn", "node", "sync-config"]);
+    steps.mark("trust-ca");
     // Every session from now on is made under the new CA: the southbound
-    // drops them all, the left-behind node's nova-compute starts again;
-    // both edges come back.
+    // drops them all; both edges come back.
     lab.ok(&[
         "ovn-appctl",
         "-t",
         "/var/run/ovn/ovnsb_db.ctl",
         "ovsdb-server/reconnect",
     ]);
-    lab.ok_on(behind, &["systemctl", "restart", "nova-compute"]);
+    steps.mark("the southbound's sessions dropped");
     let back = wait_for(
         &format!("{moving} and {behind} back under the new CA"),
         Duration::from_secs(300),
@@ -332,10 +382,12 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
         t.elapsed().as_secs_f64(),
         back.as_secs_f64()
     );
+    steps.mark("both edges back");
     for (name, (n, lost)) in rounds_since(lab, guests, &marks) {
         assert!(
             n > 0 && lost.is_empty(),
-            "{name} through the CA rotation: {n} rounds, lost {lost:?}"
+            "{name} through the CA rotation: {n} rounds, lost {lost:?}; each guest's last round at each step:\n{}",
+            steps.shown()
         );
     }
     new_pin
@@ -412,6 +464,7 @@ pub fn backup_and_restore(
 
     // The control plane's disk dies; a blank host takes its place.
     let marks = last_rounds(lab, guests);
+    let mut steps = Steps::new(lab, guests);
     let outage = Instant::now();
     let replaced = lab.lab(&["replace", "cp"]);
     assert!(
@@ -423,6 +476,7 @@ pub fn backup_and_restore(
         !lab.exec(&["test", "-e", "/var/lib/dcn"]).status.success(),
         "the new cp is not blank"
     );
+    steps.mark("cp replaced by a blank host");
     std::fs::copy(&kept, lab.host_path("cp", "/root/cp-backup.tar.gz")).unwrap();
     let t = Instant::now();
     let out = lab.ok(&[
@@ -434,6 +488,7 @@ pub fn backup_and_restore(
         "--ignore-preflight-errors=disk-var",
     ]);
     let restore_secs = t.elapsed().as_secs_f64();
+    steps.mark("restored");
     eprintln!("{out}");
     outputs.push_str(&out);
     let t = Instant::now();
@@ -453,10 +508,12 @@ pub fn backup_and_restore(
         t.elapsed().as_secs_f64(),
         outage.elapsed().as_secs_f64()
     );
+    steps.mark("every edge whole");
     for (name, (n, lost)) in rounds_since(lab, guests, &marks) {
         assert!(
             n > 0 && lost.is_empty(),
-            "{name} through the control plane's replacement: {n} rounds, lost {lost:?}"
+            "{name} through the control plane's replacement: {n} rounds, lost {lost:?}; each guest's last round at each step:\n{}",
+            steps.shown()
         );
     }
     let after: Vec<_> = sites.iter().map(|s| site_rows(s)).collect();
