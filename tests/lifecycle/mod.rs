@@ -432,6 +432,36 @@ pub fn backup_and_restore(
     };
     let mut servers_before = servers(lab);
     servers_before.sort();
+    // A second tenant network, made for the drill: neutron's database and
+    // OVN's northbound must both bring it back.
+    lab.ok(&["openstack", "network", "create", "backup-drill"]);
+    lab.ok(&[
+        "openstack",
+        "subnet",
+        "create",
+        "--network",
+        "backup-drill",
+        "--subnet-range",
+        "10.99.0.0/24",
+        "backup-drill-v4",
+    ]);
+    let networks = |lab: &Lab| -> Vec<String> {
+        let mut n: Vec<String> = lab
+            .ok(&["openstack", "network", "list", "-f", "value", "-c", "Name"])
+            .lines()
+            .map(String::from)
+            .collect();
+        n.sort();
+        n
+    };
+    let networks_before = networks(lab);
+    // OVN's northbound holds a logical switch for each network.
+    let switches = |lab: &Lab| {
+        lab.ok(&["ovn-nbctl", "--timeout=20", "ls-list"])
+            .lines()
+            .count()
+    };
+    let switches_before = switches(lab);
 
     let t = Instant::now();
     let out = lab.ok(&[
@@ -521,6 +551,8 @@ pub fn backup_and_restore(
     let mut servers_after = servers(lab);
     servers_after.sort();
     assert_eq!(servers_after, servers_before);
+    assert_eq!(networks(lab), networks_before, "the networks");
+    assert_eq!(switches(lab), switches_before, "OVN's logical switches");
 
     // A new server at the site works: DHCP, metadata, TCP to its pair.
     for g in lab.guest_pair("restored", Some(site)) {
