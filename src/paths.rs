@@ -9,6 +9,8 @@ pub const SECRETS_DIR: &str = "/var/lib/dcn/secrets";
 pub const PKI_DIR: &str = "/var/lib/dcn/pki";
 /// The deployment journal (what ran, when, how long).
 pub const JOURNAL_FILE: &str = "/var/lib/dcn/journal.json";
+/// Records of database schema syncs that started and have not ended.
+pub const SCHEMA_SYNCS_DIR: &str = "/var/lib/dcn/schema-syncs";
 /// Operator-facing files (clouds.yaml, openrc).
 pub const ETC_DIR: &str = "/etc/dcn";
 

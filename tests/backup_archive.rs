@@ -63,6 +63,11 @@ fn control_plane() -> ControlPlane {
     put("/var/lib/dcn/sites/edge1.json", "{}\n", FileSpec::secret());
     put("/var/lib/dcn/journal.json", "{}\n", FileSpec::secret());
     put("/var/lib/dcn/registry.lock", "", FileSpec::secret());
+    put(
+        "/var/lib/dcn/schema-syncs/keystone.db-sync",
+        "empty\n",
+        FileSpec::secret(),
+    );
     put("/etc/keystone/fernet-keys/0", "key0", FileSpec::secret());
     put("/etc/keystone/fernet-keys/1", "key1", FileSpec::secret());
     put(
@@ -176,11 +181,13 @@ fn a_backup_holds_the_state_the_dumps_and_the_keys_and_verifies() {
             "{want} missing from {names:?}"
         );
     }
-    // The journal and locks stay out.
+    // The journal, the records of schema syncs under way and locks stay
+    // out.
     assert!(
-        !names
-            .iter()
-            .any(|n| n.ends_with("journal.json") || n.ends_with(".lock"))
+        !names.iter().any(|n| n.ends_with("journal.json")
+            || n.ends_with(".lock")
+            || n.contains("schema-syncs")),
+        "{names:?}"
     );
     // Every database of the host's recipes, in one dump.
     let dump = members(&path)

@@ -20,10 +20,14 @@ pub use error::BackupError;
 pub const STATE_PART: &str = "dcn-state";
 
 /// What of dcn's state directory a backup leaves out: the deployment
-/// journal (a restore runs every step again, each checking the world) and
-/// lock files.
+/// journal (a restore runs every step again, each checking the world), the
+/// records of schema syncs under way, and lock files.
 pub fn state_excluded(path: &str) -> bool {
-    path == crate::paths::JOURNAL_FILE || path.ends_with(".lock")
+    path == crate::paths::JOURNAL_FILE
+        || path.ends_with(".lock")
+        || path
+            .strip_prefix(crate::paths::SCHEMA_SYNCS_DIR)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Where a restore may write: dcn's state directory and the paths the

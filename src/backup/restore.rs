@@ -155,6 +155,10 @@ pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Resu
 
         let t = Instant::now();
         load_dumps(host, &verified, &staging)?;
+        // The databases are the backup's now: a schema sync this host
+        // began before (on empty databases) is over, and must never empty
+        // them again.
+        files.remove_all(crate::paths::SCHEMA_SYNCS_DIR)?;
         put_files(host, &verified, &staging, |part| part != STATE_PART)?;
         report.load_seconds = t.elapsed().as_secs_f64();
 
