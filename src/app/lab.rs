@@ -62,8 +62,8 @@ pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
             let code = crate::lab::exec(&dir.dir, &host, &command)?;
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
-        LabCommand::Restart { dir, host } => {
-            let r = crate::lab::restart(&dir.dir, &host)?;
+        LabCommand::Restart { dir, host, cut } => {
+            let r = crate::lab::restart(&dir.dir, &host, cut)?;
             if r.link_down {
                 println!(
                     "{host}: restarted, reachable after {:.1}s; its link is down, so what needs the control plane starts once `dcn lab link` brings it up",

@@ -33,6 +33,10 @@ pub enum LabCommand {
         dir: LabDirArgs,
         /// The host (cp, edge1, …)
         host: String,
+        /// Cut its power instead: every process killed at once, none told
+        /// (no shutdown, no unit stopped), as when a site loses power
+        #[arg(long)]
+        cut: bool,
     },
     /// Replace a host by a blank one of the same name and address: power it off, throw its disk away, boot a fresh one
     ///

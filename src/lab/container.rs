@@ -189,23 +189,39 @@ pub fn find_init(nspawn: u32) -> Option<u32> {
     None
 }
 
-/// Stop a container: `poweroff` inside, wait, then kill it if needed.
+/// How a container stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// `poweroff` inside, and up to this long for it to end; then killed.
+    PowerOff(Duration),
+    /// A power cut: every process killed at once, nothing told before.
+    Cut,
+}
+
+/// Stop a container: `poweroff` inside, wait, then kill it if needed; or
+/// kill it at once (a power cut).
 ///
 /// Killing nspawn alone does not end a container: its systemd and whatever
 /// it runs (qemu guests in the bare-metal BMC) live on, reparented to PID 1.
 /// So after the timeout the container's init is killed first, which ends
 /// its whole PID namespace, then nspawn.
-pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Result<()> {
+pub fn stop(name: &str, nspawn: u32, init: Option<u32>, how: Stop) -> Result<()> {
     if !alive(nspawn) {
         reap(nspawn);
         return Ok(());
     }
     let init = init.filter(|p| alive(*p) && is_descendant(*p, nspawn));
-    if let Some(init) = init {
-        let _ = Systemd::new(&ContainerRunner::new(init))
-            .timeout(Duration::from_secs(15))
-            .poweroff();
-    }
+    let timeout = match how {
+        Stop::PowerOff(timeout) => {
+            if let Some(init) = init {
+                let _ = Systemd::new(&ContainerRunner::new(init))
+                    .timeout(Duration::from_secs(15))
+                    .poweroff();
+            }
+            timeout
+        }
+        Stop::Cut => Duration::ZERO,
+    };
     let deadline = Instant::now() + timeout;
     while alive(nspawn) && Instant::now() < deadline {
         if let Some(init) = init {
@@ -214,10 +230,12 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, timeout: Duration) -> Re
         std::thread::sleep(Duration::from_millis(200));
     }
     if alive(nspawn) {
-        tracing::warn!(
-            "container {name} did not power off within {}s; killing it",
-            timeout.as_secs()
-        );
+        if how != Stop::Cut {
+            tracing::warn!(
+                "container {name} did not power off within {}s; killing it",
+                timeout.as_secs()
+            );
+        }
         if let Some(init) = init {
             end_nsenters(name, init, false);
         }

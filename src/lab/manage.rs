@@ -23,13 +23,19 @@ pub struct Restarted {
 }
 
 /// Power a lab host off and boot it again (its disk is kept), whatever the
-/// state of its link. The new container is recorded as soon as it runs,
-/// before anything that needs the network.
-pub fn restart(dir: &Path, host: &str) -> Result<Restarted> {
+/// state of its link; with `cut`, its power is cut instead of its systemd
+/// powering off (nothing it runs is told). The new container is recorded
+/// as soon as it runs, before anything that needs the network.
+pub fn restart(dir: &Path, host: &str, cut: bool) -> Result<Restarted> {
     require_root()?;
     let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?.clone();
-    power_off(dir, &mut state, &h)?;
+    let how = if cut {
+        container::Stop::Cut
+    } else {
+        container::Stop::PowerOff(Duration::from_secs(90))
+    };
+    power_off(dir, &mut state, &h, how)?;
     let spec = container_spec(dir, &state, &h)?;
     let t = Instant::now();
     let init = super::boot::boot_recorded(dir, &mut state, host, &spec)?;
@@ -66,7 +72,12 @@ pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
             "the lab recorded no layers for {host} (it was made by an older dcn); run `dcn lab down` and `dcn lab up` again"
         );
     }
-    power_off(dir, &mut state, &h)?;
+    power_off(
+        dir,
+        &mut state,
+        &h,
+        container::Stop::PowerOff(Duration::from_secs(90)),
+    )?;
     rootfs::unmount(&runner, &h.rootfs)?;
     let host_dir = h
         .rootfs
@@ -98,9 +109,14 @@ pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
 /// Power a host off: its recorded container, and any the lab did not
 /// record (a failed restart of an older dcn) that holds its root
 /// filesystem busy.
-fn power_off(dir: &Path, state: &mut LabState, h: &super::state::HostState) -> Result<()> {
+fn power_off(
+    dir: &Path,
+    state: &mut LabState,
+    h: &super::state::HostState,
+    how: container::Stop,
+) -> Result<()> {
     if let Some(nspawn) = h.nspawn_pid {
-        container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(90))?;
+        container::stop(&h.name, nspawn, h.init_pid, how)?;
     }
     // A container of this host the lab did not record (a failed restart of
     // an older dcn) holds its root filesystem busy: stop it too.
@@ -111,7 +127,12 @@ fn power_off(dir: &Path, state: &mut LabState, h: &super::state::HostState) -> R
                 h.name,
                 found.nspawn
             );
-            container::stop(&h.name, found.nspawn, found.init, Duration::from_secs(60))?;
+            container::stop(
+                &h.name,
+                found.nspawn,
+                found.init,
+                container::Stop::PowerOff(Duration::from_secs(60)),
+            )?;
         }
     }
     {
@@ -142,7 +163,12 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
     let mut unexpected = Vec::new();
     for h in state.hosts.iter().rev() {
         if let Some(nspawn) = h.nspawn_pid
-            && let Err(e) = container::stop(&h.name, nspawn, h.init_pid, Duration::from_secs(60))
+            && let Err(e) = container::stop(
+                &h.name,
+                nspawn,
+                h.init_pid,
+                container::Stop::PowerOff(Duration::from_secs(60)),
+            )
         {
             problems.push(format!("{e:#}"));
         }
@@ -158,7 +184,7 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
             &found.machine,
             found.nspawn,
             found.init,
-            Duration::from_secs(60),
+            container::Stop::PowerOff(Duration::from_secs(60)),
         ) {
             problems.push(format!("{e:#}"));
         }
