@@ -100,6 +100,19 @@ impl Recipes {
                         s.service
                     );
                 }
+                let own = s
+                    .database
+                    .as_ref()
+                    .map(|d| d.names.as_slice())
+                    .unwrap_or(&[]);
+                if let Some(db) = c.schema.iter().find(|db| !own.contains(db)) {
+                    bail!(
+                        "setup command {} of {} names the schema of database {db}, which is not one of the service's own databases ({}): a sync that starts again from empty databases may drop only its own",
+                        c.name,
+                        s.service,
+                        own.join(", ")
+                    );
+                }
             }
         }
         let mut parts = std::collections::BTreeSet::new();

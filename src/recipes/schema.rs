@@ -400,6 +400,13 @@ pub struct SetupCommand {
     /// `checkSql` and `rerun`.
     #[serde(default)]
     pub rerun: bool,
+    /// The service's databases whose schema this command creates or
+    /// migrates. MariaDB cannot roll back a schema change, so a sync cut
+    /// halfway leaves tables that its check may find and that make its next
+    /// run fail: a sync that dcn saw start and not end is never done, and
+    /// one that began on empty databases begins again from empty ones.
+    #[serde(default)]
+    pub schema: Vec<String>,
 }
 
 fn one() -> u32 {

@@ -368,3 +368,19 @@ impl crate::deploy::CertSource for NoCertificates {
         bail!("no CA in this test")
     }
 }
+
+#[test]
+fn a_schema_sync_may_name_only_its_services_own_databases() {
+    let recipe = |schema: &str| {
+        format!(
+            "service: x\ndescription: x\nphase: services\ndatabase: {{names: [x], user: x, password: x_db}}\nsetup:\n- name: db-sync\n  run: [x-manage, db_sync]\n  checkSql: 'SELECT 1'\n  schema: {schema}\n"
+        )
+    };
+    let load = |text: String| Recipes::from_files([(format!("{RELEASE}/services/x.yaml"), text)]);
+    assert!(load(recipe("[x]")).is_ok());
+    let e = load(recipe("[keystone]")).unwrap_err().to_string();
+    assert!(
+        e.contains("names the schema of database keystone") && e.contains("(x)"),
+        "{e}"
+    );
+}

@@ -1,6 +1,7 @@
 //! A recipe's setup commands (schema syncs, cell mappings): rendered, run as
 //! the recipe's user with passwords in the environment, retried as it allows.
 
+use super::schema_sync::SchemaSync;
 use crate::deploy::digest;
 use crate::engine::{Context, Step};
 use crate::host::Cmd;
@@ -21,6 +22,8 @@ pub struct Setup {
     attempts: u32,
     /// How a run tells the effect is there; none: it runs every time.
     check: Option<Check>,
+    /// The databases' schema it syncs, when it is a schema sync.
+    schema: Option<SchemaSync>,
 }
 
 /// How a setup command's effect is checked.
@@ -122,8 +125,11 @@ impl Setup {
                 cmd.name
             );
         }
+        let schema = (!cmd.schema.is_empty())
+            .then(|| SchemaSync::new(format!("{service}.{}", cmd.name), cmd.schema.clone()));
         Ok(Some(Setup {
             check,
+            schema,
             service: service.into(),
             name: cmd.name.clone(),
             argv,
@@ -183,11 +189,17 @@ impl Step for Setup {
 
     /// A `rerun` command is never done. A checked one is done when its
     /// check passes, unless the journal shows it last ran as another
-    /// command (its configuration changed).
+    /// command (its configuration changed) or it is a schema sync that
+    /// started and never ended.
     fn is_done(&self, ctx: &Context) -> Result<bool> {
         let Some(check) = &self.check else {
             return Ok(false);
         };
+        if let Some(sync) = &self.schema
+            && sync.interrupted(ctx)?.is_some()
+        {
+            return Ok(false);
+        }
         let name = self.name();
         if ctx.journal.has_run(&name) && !ctx.journal.is_done(&name, &self.fingerprint()) {
             return Ok(false);
@@ -198,11 +210,17 @@ impl Step for Setup {
     }
 
     fn apply(&self, ctx: &Context) -> Result<()> {
+        if let Some(sync) = &self.schema {
+            sync.begin(ctx)?;
+        }
         let cmd = self.command();
         for attempt in 1..=self.attempts {
             let out = ctx.host.runner.run(&cmd)?;
             let code = out.code.unwrap_or(-1);
             if code == 0 || self.ok_codes.contains(&code) {
+                if let Some(sync) = &self.schema {
+                    sync.end(ctx)?;
+                }
                 return Ok(());
             }
             if attempt == self.attempts {
@@ -298,6 +316,34 @@ mod tests {
             "test -s /etc/keystone/fernet-keys/0"
         );
         assert!(checked.read_only, "a check runs in dry runs too");
+    }
+
+    #[test]
+    fn a_schema_sync_that_started_and_never_ended_is_not_done_though_its_table_is_there() {
+        let step = Setup::new(
+            "neutron",
+            &command("{name: db-upgrade, run: [neutron-db-manage, upgrade, head], user: neutron, schema: [neutron], checkSql: \"SELECT 1 FROM information_schema.tables WHERE table_schema = 'neutron' AND table_name = 'networks'\"}"),
+            &Values::default(),
+        )
+        .unwrap()
+        .unwrap();
+        let (_dir, host, _) = host(true);
+        let mut journal = Journal::default();
+        journal.record_step(&step.name(), &step.fingerprint(), Duration::ZERO);
+        let ctx = Context {
+            host: &host,
+            journal: &journal,
+        };
+        assert!(step.is_done(&ctx).unwrap());
+        // A power cut in the middle of the sync leaves its record.
+        host.files
+            .write(
+                "/var/lib/dcn/schema-syncs/neutron.db-upgrade",
+                b"empty\n",
+                &crate::host::FileSpec::secret(),
+            )
+            .unwrap();
+        assert!(!step.is_done(&ctx).unwrap());
     }
 
     #[test]
