@@ -1,13 +1,11 @@
 //! A service's database and its user, created with the password from the
 //! store; the SQL (and the password) reach mysql on stdin only.
 
+use super::mariadb;
 use crate::deploy::digest;
 use crate::engine::{Context, Step};
-use crate::host::Cmd;
 use crate::recipes::{DatabaseRecipe, Values};
-use crate::secrets::Secret;
 use anyhow::{Result, bail};
-use std::time::Duration;
 
 /// A database (or several) and its user, with the password from the store.
 pub struct Database {
@@ -67,11 +65,7 @@ impl Step for Database {
             self.user
         );
         let out = ctx.host.runner.run(
-            &Cmd::new(format!("checking the {} database", self.service), "mysql")
-                .args(["--user=root", "--batch", "--skip-column-names", "-e", &sql])
-                .timeout(Duration::from_secs(60))
-                .read_only()
-                .unchecked(),
+            &mariadb::query(format!("checking the {} database", self.service), &sql).unchecked(),
         )?;
         Ok(out.success()
             && out.stdout.split_whitespace().collect::<Vec<_>>()
@@ -97,12 +91,10 @@ impl Step for Database {
             ));
         }
         sql.push_str("FLUSH PRIVILEGES;\n");
-        ctx.host.runner.run(
-            &Cmd::new(format!("creating the {} database", self.service), "mysql")
-                .args(["--user=root", "--batch"])
-                .stdin(Secret::new(sql))
-                .timeout(Duration::from_secs(120)),
-        )?;
+        ctx.host.runner.run(&mariadb::script(
+            format!("creating the {} database", self.service),
+            sql,
+        ))?;
         Ok(())
     }
 }
@@ -113,6 +105,7 @@ mod tests {
     use crate::engine::Journal;
     use crate::host::{CmdOutput, Host, RecordingRunner};
     use std::sync::Arc;
+    use std::time::Duration;
 
     #[test]
     fn a_database_is_done_only_while_mariadb_has_it_and_its_user() {

@@ -7,11 +7,10 @@
 //! a later run means the sync never ended: it runs again, from empty
 //! databases when they were empty before it.
 
+use super::mariadb;
 use crate::engine::Context;
-use crate::host::{Cmd, FileSpec};
-use crate::secrets::Secret;
+use crate::host::FileSpec;
 use anyhow::{Context as _, Result, bail};
-use std::time::Duration;
 
 /// Where the records of started syncs live. Left out of backups: a sync
 /// belongs to this host's run, not to the cloud's state.
@@ -97,12 +96,10 @@ impl SchemaSync {
             "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema IN ({})",
             names.join(",")
         );
-        let out = ctx.host.runner.run(
-            &Cmd::new(format!("counting the tables of {}", self.step), "mysql")
-                .args(["--user=root", "--batch", "--skip-column-names", "-e", &sql])
-                .timeout(Duration::from_secs(60))
-                .read_only(),
-        )?;
+        let out = ctx.host.runner.run(&mariadb::query(
+            format!("counting the tables of {}", self.step),
+            &sql,
+        ))?;
         out.stdout
             .trim()
             .parse()
@@ -121,12 +118,10 @@ impl SchemaSync {
                 "DROP DATABASE IF EXISTS `{db}`;\nCREATE DATABASE `{db}`;\n"
             ));
         }
-        ctx.host.runner.run(
-            &Cmd::new(format!("emptying the databases of {}", self.step), "mysql")
-                .args(["--user=root", "--batch"])
-                .stdin(Secret::new(sql))
-                .timeout(Duration::from_secs(120)),
-        )?;
+        ctx.host.runner.run(&mariadb::script(
+            format!("emptying the databases of {}", self.step),
+            sql,
+        ))?;
         Ok(())
     }
 }

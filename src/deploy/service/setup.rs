@@ -39,13 +39,7 @@ impl Check {
     fn command(&self, what: String) -> Cmd {
         match self {
             Check::Command(argv) => Cmd::new(what, argv[0].clone()).args(argv[1..].iter().cloned()),
-            Check::Sql(query) => Cmd::new(what, "mysql").args([
-                "--user=root",
-                "--batch",
-                "--skip-column-names",
-                "-e",
-                query.as_str(),
-            ]),
+            Check::Sql(query) => super::mariadb::query(what, query),
         }
         .timeout(Duration::from_secs(120))
         .read_only()
