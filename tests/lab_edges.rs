@@ -48,7 +48,7 @@ impl Drop for DiagnoseOnPanic<'_> {
         for (on, cmd) in [
             (
                 "cp",
-                "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log; dcn cert list; journalctl -u dcn-join -n 30 --no-pager",
+                "ovn-sbctl show; ovn-sbctl --columns=logical_port,chassis,up list Port_Binding | head -60; tail -30 /var/log/ovn/ovsdb-server-sb.log; dcn cert list; journalctl -u dcn-join -n 30 --no-pager; openstack compute service list; grep -v RPCClient /var/log/nova/nova-compute.log | tail -40",
             ),
             (
                 host,
