@@ -55,6 +55,24 @@ fn embedded_recipes_load_and_roles_resolve() {
     assert!(r.role("nope").is_err());
 }
 
+/// A host with guests nova already knows (a restored control plane, a
+/// re-joined edge) plugs their ports when nova-compute starts: Open vSwitch,
+/// its manager and br-int must be set up by then.
+#[test]
+fn open_vswitch_comes_before_nova_compute_in_every_compute_role() {
+    let r = Recipes::embedded().unwrap();
+    for role in ["compute", "edge"] {
+        let order: Vec<String> = (r.services_for_roles(&[role]).unwrap().iter())
+            .map(|s| s.service.clone())
+            .collect();
+        let at = |name: &str| order.iter().position(|s| s == name).unwrap();
+        assert!(
+            at("ovn-controller") < at("nova-compute"),
+            "{role}: {order:?}"
+        );
+    }
+}
+
 #[test]
 fn ini_files_render_with_default_first_and_secrets_hidden() {
     let s = service(
