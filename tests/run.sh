@@ -147,6 +147,19 @@ static_binary() {
     fi
 }
 
+# Whether a heavy chain runs: its variable (VAR=1 or 0) decides when set;
+# outside CI, OUTSIDE_CI (yes or no) does; in CI, whether the last commit
+# touched PATHSPEC (a clone without that commit runs everything).
+chain_wanted() {
+    local var=$1 outside_ci=$2
+    shift 2
+    [[ ${!var:-} == 0 ]] && return 1
+    [[ ${!var:-} == 1 ]] && return 0
+    [[ ${CI:-} == true ]] || { [[ $outside_ci == yes ]]; return; }
+    git rev-parse -q --verify HEAD~1 >/dev/null || return 0
+    ! git diff --quiet HEAD~1 HEAD -- "$@"
+}
+
 # The edge chain (the ISO built, then a site deployed from its BMCs) runs
 # when what it exercises changed in the last commit — the image and its
 # installer, the BMC client, the join and its service, progress reports,
@@ -161,13 +174,7 @@ EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/join
 # when their code changed in the last commit, or when asked for.
 LIFECYCLE_PATHS=(src/certs src/backup src/serve/certificate.rs src/join/node_cert.rs
     src/lab/manage.rs tests/lifecycle)
-lifecycle_wanted() {
-    [[ ${DCN_LAB_LIFECYCLE:-} == 0 ]] && return 1
-    [[ ${DCN_LAB_LIFECYCLE:-} == 1 ]] && return 0
-    [[ ${CI:-} == true ]] || return 1
-    git rev-parse -q --verify HEAD~1 >/dev/null || return 0
-    ! git diff --quiet HEAD~1 HEAD -- "${LIFECYCLE_PATHS[@]}"
-}
+lifecycle_wanted() { chain_wanted DCN_LAB_LIFECYCLE no "${LIFECYCLE_PATHS[@]}"; }
 
 # The edge lab (tests/lab_edges.rs: bundle joins, WAN cuts, power cycles,
 # node accounts, Tempest) runs unless the last commit touched only what it
@@ -178,22 +185,12 @@ NOT_LAB_EDGES_PATHS=(images src/image src/bmc src/site_deploy src/lab/bare_metal
     tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs
     tests/common/bare_metal.rs docs README.md)
 lab_edges_wanted() {
-    [[ ${DCN_LAB_EDGES:-} == 0 ]] && return 1
-    [[ ${DCN_LAB_EDGES:-} == 1 ]] && return 0
-    [[ ${CI:-} == true ]] || return 0
-    git rev-parse -q --verify HEAD~1 >/dev/null || return 0
     local skip=() p
     for p in "${NOT_LAB_EDGES_PATHS[@]}"; do skip+=(":(exclude)$p"); done
-    ! git diff --quiet HEAD~1 HEAD -- . "${skip[@]}"
+    chain_wanted DCN_LAB_EDGES yes . "${skip[@]}"
 }
 
-image_e2e_wanted() {
-    [[ ${DCN_IMAGE_E2E:-} == 0 ]] && return 1
-    [[ ${DCN_IMAGE_E2E:-} == 1 ]] && return 0
-    [[ ${CI:-} == true ]] || return 1
-    git rev-parse -q --verify HEAD~1 >/dev/null || return 0
-    ! git diff --quiet HEAD~1 HEAD -- "${EDGE_CHAIN_PATHS[@]}"
-}
+image_e2e_wanted() { chain_wanted DCN_IMAGE_E2E no "${EDGE_CHAIN_PATHS[@]}"; }
 
 # Tools of the image build. (The deploy test's VMs run in the lab's BMC
 # container, whose qemu, libvirt and OVMF come from the lab's own root
