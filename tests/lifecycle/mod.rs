@@ -17,6 +17,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// Where the backup and restore drill leaves its figures.
+const REPORT: &str = "/var/tmp/dcn-lifecycle-report.json";
+
 /// Each guest's last round at each step of a drill, so that a lost round
 /// can be placed between two steps.
 struct Steps<'a> {
@@ -532,12 +535,24 @@ pub fn backup_and_restore(
                 .all(|s| h.get(*s) == Some(&("placed".into(), "up".into(), "up".into())))
         },
     );
+    let (edges_back, outage_secs) = (t.elapsed().as_secs_f64(), outage.elapsed().as_secs_f64());
     eprintln!(
-        "backup {backup_secs:.0}s, {:.1} MiB; restore {restore_secs:.0}s; every edge back {:.0}s after the restore ({:.0}s after the control plane went)",
+        "backup {backup_secs:.0}s, {:.1} MiB; restore {restore_secs:.0}s; every edge back {edges_back:.0}s after the restore ({outage_secs:.0}s after the control plane went)",
         size as f64 / (1 << 20) as f64,
-        t.elapsed().as_secs_f64(),
-        outage.elapsed().as_secs_f64()
     );
+    // Kept beside the deploy test's report, for the docs' figures.
+    let report = serde_json::json!({
+        "backupSeconds": backup_secs,
+        "backupBytes": size,
+        "restoreSeconds": restore_secs,
+        "edgesBackAfterRestoreSeconds": edges_back,
+        "controlPlaneOutageSeconds": outage_secs,
+    });
+    std::fs::write(
+        REPORT,
+        serde_json::to_string_pretty(&report).expect("a JSON value prints"),
+    )
+    .unwrap_or_else(|e| panic!("writing {REPORT}: {e}"));
     steps.mark("every edge whole");
     for (name, (n, lost)) in rounds_since(lab, guests, &marks) {
         assert!(
