@@ -1,7 +1,9 @@
 //! What the deploy reads and writes of a node's progress at the centre
 //! ([`crate::sites::progress`], where the join service keeps what nodes
-//! report) and of its place in the registry (placed is the registry's
-//! word, not a report's).
+//! report) and of its place in the registry. A node is placed when the
+//! registry has it in its zone *and* its record's last word is `placed`
+//! (its join finished and the centre saw both planes up): a node cut off
+//! in its zone and running its join again after the reboot is not placed.
 
 use crate::host::Files;
 use crate::sites::progress::{self, Phase};
@@ -22,7 +24,8 @@ pub struct Seen {
     /// The installed system booted (its first-boot join reported) after
     /// the last insert.
     pub booted: bool,
-    /// The registry says placed.
+    /// In its zone and finished: the registry has it in its site's
+    /// aggregate and the last thing recorded is `placed`.
     pub placed: bool,
     /// The last thing recorded is a failure, with this reason.
     pub failed: Option<String>,
@@ -40,11 +43,13 @@ pub struct Seen {
 
 /// How `hostname` stands now.
 pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
-    let placed = Registry::new(files)
+    let in_zone = Registry::new(files)
         .node(hostname)?
         .is_some_and(|n| n.state == NodeState::Placed);
     let now = SystemTime::now();
     let Some(rec) = progress::read(files, hostname)? else {
+        // No record at all: a node that joined before dcn kept them.
+        let placed = in_zone;
         return Ok(Seen {
             phase: "-".into(),
             none: true,
@@ -59,6 +64,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
         });
     };
     let current = rec.current().map(|e| e.phase);
+    let placed = in_zone && current == Some(Phase::Placed);
     let failed = (current == Some(Phase::Failed)).then(|| {
         rec.last_error
             .as_ref()
@@ -173,6 +179,61 @@ mod tests {
             "the BMC answered 401 Unauthorized to GET /redfish/v1/Systems (while logging in to the BMC at https://10.0.0.5/: listing the BMC's systems)"
         );
         assert_eq!(cause_first(&anyhow::anyhow!("no disk")), "no disk");
+    }
+
+    /// Record `phase` as the node would (through the join service's store).
+    fn report(files: &Files, phase: Phase) {
+        let lock = Registry::new(files).lock().unwrap();
+        let store = progress::ProgressStore::new(files);
+        let mut rec = progress::read(files, "n1").unwrap().unwrap();
+        rec.apply(phase, None, &[], SystemTime::now());
+        store.save(&lock, &rec).unwrap();
+    }
+
+    #[test]
+    fn placed_means_in_its_zone_and_finished_not_only_in_its_zone() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
+        record(&files, "edge1", "n1", Phase::MediaInserted, "Cd").unwrap();
+        for p in [Phase::FirstBoot, Phase::JoinStarted, Phase::JoinStep] {
+            report(&files, p);
+        }
+        Registry::new(&files)
+            .save_node(&crate::sites::NodeRecord {
+                hostname: "n1".into(),
+                site: "edge1".into(),
+                address: "10.240.1.10".into(),
+                joined_at: crate::timefmt::EARLIEST.into(),
+                secret_hash: String::new(),
+                state: NodeState::Placed,
+                placed_at: None,
+                key_pin: None,
+                ovn_ca: None,
+                previous_ovn_cas: vec![],
+                certificate: None,
+                trusted_cas: vec![],
+                config: None,
+            })
+            .unwrap();
+        // In its zone, its join still running: not placed.
+        report(&files, Phase::InZone);
+        assert!(!seen(&files, "n1").unwrap().placed);
+        report(&files, Phase::JoinFinished);
+        assert!(
+            !seen(&files, "n1").unwrap().placed,
+            "both planes not seen yet"
+        );
+        report(&files, Phase::Placed);
+        assert!(seen(&files, "n1").unwrap().placed);
+        // Power cut: it boots and joins again; the registry still has it
+        // in its zone, but it is not finished until it says so again.
+        report(&files, Phase::FirstBoot);
+        let s = seen(&files, "n1").unwrap();
+        assert!(!s.placed && s.booted, "{s:?}");
+        assert_eq!(
+            crate::site_deploy::plan::start(&s),
+            crate::site_deploy::plan::Start::Follow
+        );
     }
 
     #[test]
