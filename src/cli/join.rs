@@ -16,7 +16,7 @@ pub struct JoinArgs {
     /// The address this host's services use (default: the default route's)
     #[arg(long, value_name = "IP")]
     pub my_ip: Option<std::net::IpAddr>,
-    /// How long to keep trying to reach the control plane, and to wait until it sees this host
+    /// How long to keep trying to reach the control plane and join; then as long again to wait until it sees this host
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
     pub timeout: std::time::Duration,
     /// Where packages come from when they are not installed: `mirror` or `local:/path`
