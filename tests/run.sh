@@ -114,6 +114,8 @@ prerequisites() {
     # modinfo, from kmod, to validate).
     command -v vagrant >/dev/null || missing+=(vagrant vagrant-libvirt)
     command -v modinfo >/dev/null || missing+=(kmod)
+    # tests/ssh_hostkeys.rs runs the edge image's host-key script.
+    command -v ssh-keygen >/dev/null || missing+=(openssh-client)
     # The BMC tests run the Redfish emulator (sushy-tools) from a virtualenv.
     command -v python3 >/dev/null || missing+=(python3)
     python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
@@ -183,7 +185,7 @@ lifecycle_wanted() { chain_wanted DCN_LAB_LIFECYCLE no "${LIFECYCLE_PATHS[@]}"; 
 # the docs. A landing of the edge chain's work then fits in CI's budget.
 NOT_LAB_EDGES_PATHS=(images src/image src/bmc src/site_deploy src/lab/bare_metal
     tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs
-    tests/common/bare_metal.rs docs README.md)
+    tests/common/bare_metal.rs tests/ssh_hostkeys.rs docs README.md)
 lab_edges_wanted() {
     local skip=() p
     for p in "${NOT_LAB_EDGES_PATHS[@]}"; do skip+=(":(exclude)$p"); done
