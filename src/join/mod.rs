@@ -183,9 +183,8 @@ fn join_verified(
             &opts.packages,
         )
     })?;
-    // `--timeout` again from here: the install's own steps have their own
-    // bounds, and a slow one (nova-compute starting on a busy host) must
-    // not leave the control plane no time to see the host.
+    // `--timeout` again: the install has bounds of its own, and a slow one
+    // (nova-compute on a busy host) must not eat this step's time.
     let deadline = Instant::now() + opts.timeout;
     timer.step("wait until the control plane sees this host", || {
         wait_ready(&client, &hostname, &credentials.node_secret, deadline)

@@ -199,21 +199,11 @@ mod tests {
             report(&files, p);
         }
         Registry::new(&files)
-            .save_node(&crate::sites::NodeRecord {
-                hostname: "n1".into(),
-                site: "edge1".into(),
-                address: "10.240.1.10".into(),
-                joined_at: crate::timefmt::EARLIEST.into(),
-                secret_hash: String::new(),
-                state: NodeState::Placed,
-                placed_at: None,
-                key_pin: None,
-                ovn_ca: None,
-                previous_ovn_cas: vec![],
-                certificate: None,
-                trusted_cas: vec![],
-                config: None,
-            })
+            .save_node(&crate::sites::NodeRecord::for_test(
+                "n1",
+                "edge1",
+                NodeState::Placed,
+            ))
             .unwrap();
         // In its zone, its join still running: not placed.
         report(&files, Phase::InZone);

@@ -87,6 +87,29 @@ pub struct NodeRecord {
     pub config: Option<Box<AppliedConfig>>,
 }
 
+/// A node record for tests: joined at the epoch, with no secret, key or
+/// certificate; set what a test needs with struct update syntax.
+#[cfg(test)]
+impl NodeRecord {
+    pub fn for_test(hostname: &str, site: &str, state: NodeState) -> NodeRecord {
+        NodeRecord {
+            hostname: hostname.into(),
+            site: site.into(),
+            address: "10.240.1.20".into(),
+            joined_at: crate::timefmt::EARLIEST.into(),
+            secret_hash: String::new(),
+            state,
+            placed_at: None,
+            key_pin: None,
+            ovn_ca: None,
+            previous_ovn_cas: vec![],
+            certificate: None,
+            trusted_cas: vec![],
+            config: None,
+        }
+    }
+}
+
 /// A node's last report of its site config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

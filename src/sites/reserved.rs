@@ -100,21 +100,11 @@ mod tests {
         // A node of the site joining again is its own compute host.
         let registry = Registry::new(&files);
         registry
-            .save_node(&crate::sites::NodeRecord {
-                hostname: "edge1-n1".into(),
-                site: "edge1".into(),
-                address: "10.240.1.10".into(),
-                joined_at: crate::timefmt::EARLIEST.into(),
-                secret_hash: String::new(),
-                state: crate::sites::NodeState::Joined,
-                placed_at: None,
-                key_pin: None,
-                ovn_ca: None,
-                previous_ovn_cas: vec![],
-                certificate: None,
-                trusted_cas: vec![],
-                config: None,
-            })
+            .save_node(&crate::sites::NodeRecord::for_test(
+                "edge1-n1",
+                "edge1",
+                crate::sites::NodeState::Joined,
+            ))
             .unwrap();
         assert_eq!(
             refusal(&files, &compute, "edge1", "edge1-n1").unwrap(),

@@ -51,23 +51,13 @@ impl Centre {
     fn joined(&self, hostname: &str, site: &str, secret: &str) {
         Registry::new(&self.host.files)
             .save_node(&NodeRecord {
-                hostname: hostname.into(),
-                site: site.into(),
-                address: "10.240.1.20".into(),
                 joined_at: rfc3339(SystemTime::now()),
                 secret_hash: if secret.is_empty() {
                     String::new()
                 } else {
                     hash(secret)
                 },
-                state: NodeState::Joined,
-                placed_at: None,
-                key_pin: None,
-                ovn_ca: None,
-                previous_ovn_cas: vec![],
-                certificate: None,
-                trusted_cas: vec![],
-                config: None,
+                ..NodeRecord::for_test(hostname, site, NodeState::Joined)
             })
             .unwrap();
     }

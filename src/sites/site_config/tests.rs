@@ -50,19 +50,8 @@ fn node_beats_site_beats_control_plane_key_by_key_with_origins() {
 fn the_plan_shows_only_the_nodes_whose_drop_in_changes() {
     let recipes = crate::recipes::catalogue::embedded();
     let node = |h: &str| NodeRecord {
-        hostname: h.into(),
-        site: "edge1".into(),
-        address: "10.240.1.20".into(),
         joined_at: String::new(),
-        secret_hash: String::new(),
-        state: super::super::NodeState::Placed,
-        placed_at: None,
-        key_pin: None,
-        ovn_ca: None,
-        previous_ovn_cas: vec![],
-        certificate: None,
-        trusted_cas: vec![],
-        config: None,
+        ..NodeRecord::for_test(h, "edge1", super::super::NodeState::Placed)
     };
     let site: SiteName = "edge1".parse().unwrap();
     let before = parse_site_config(SITE, "s.yaml").unwrap();
