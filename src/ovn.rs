@@ -11,8 +11,10 @@ use std::collections::BTreeMap;
 /// chassis' `external_ids`, while its ovn-controller (OVN 23.03) writes
 /// them to `other_config` only (neutron's side was fixed upstream after
 /// that release, LP#1990229). Without them neutron sees no gateway chassis,
-/// no availability zones and no bridge mappings.
-pub const NEUTRON_READS_FROM_EXTERNAL_IDS: &[&str] = &["ovn-cms-options", "ovn-bridge-mappings"];
+/// no availability zones and no bridge mappings, and binds ports without
+/// the chassis' datapath type (see the neutron recipe's patch).
+pub const NEUTRON_READS_FROM_EXTERNAL_IDS: &[&str] =
+    &["ovn-cms-options", "ovn-bridge-mappings", "datapath-type"];
 
 /// The rows of a southbound table, each cell a JSON value as ovn-sbctl's
 /// `--format=json` gives it.
@@ -99,7 +101,7 @@ mod tests {
     #[test]
     fn options_neutron_cannot_see_are_mirrored_once() {
         let listing = r#"{"data":[
-            ["edge1",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=edge1"],["ovn-bridge-mappings","physnet1:br-ex"],["iface-types","geneve"]]],["map",[]]],
+            ["edge1",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=edge1"],["ovn-bridge-mappings","physnet1:br-ex"],["iface-types","geneve"],["datapath-type","netdev"]]],["map",[]]],
             ["cp",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=central"]]],["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=central"]]]]
         ],"headings":["name","other_config","external_ids"]}"#;
         let r = RecordingRunner::answering(move |c| {
@@ -116,7 +118,8 @@ mod tests {
             [
                 "edge1",
                 "external_ids:ovn-cms-options=\"enable-chassis-as-gw,availability-zones=edge1\"",
-                "external_ids:ovn-bridge-mappings=\"physnet1:br-ex\""
+                "external_ids:ovn-bridge-mappings=\"physnet1:br-ex\"",
+                "external_ids:datapath-type=\"netdev\""
             ]
         );
     }

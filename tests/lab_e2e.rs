@@ -74,6 +74,11 @@ fn lab_control_plane_end_to_end() {
     let image = lab.json(&["openstack", "image", "show", guest::IMAGE]);
     assert_eq!(image["status"], "active", "{image}");
     let started = Instant::now();
+    let bridges = lab.br_int_creations("cp");
+    assert!(
+        bridges > 0,
+        "ovs-vswitchd's log does not say it made br-int"
+    );
     let pair = lab.guest_pair("e2e", None);
     eprintln!(
         "two guests ACTIVE in {:.1}s",
@@ -93,6 +98,13 @@ fn lab_control_plane_end_to_end() {
         );
     }
     assert!(lab.ok(&["virsh", "list", "--name"]).contains("instance-"));
+    // Plugging a guest's port leaves br-int alone: a datapath switch
+    // would re-create it under every guest on the host.
+    assert_eq!(
+        lab.br_int_creations("cp"),
+        bridges,
+        "booting two servers re-created br-int on cp"
+    );
 
     let status = lab.ok(&["dcn", "status"]);
     assert!(status.contains("all services are up"), "{status}");

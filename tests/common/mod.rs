@@ -296,11 +296,25 @@ impl Lab {
                     String::from_utf8_lossy(&diag.stdout),
                     String::from_utf8_lossy(&diag.stderr)
                 );
+                // The short form goes into the failure itself, which is
+                // what a truncated log keeps.
+                let ports = self.exec_on(
+                    &g.host,
+                    &[
+                        "ovs-vsctl",
+                        "--columns=name,ofport,error",
+                        "list",
+                        "interface",
+                    ],
+                );
                 panic!(
-                    "guest {} on {} does not work within {}s; its reports:\n{:#?}",
+                    "guest {} on {} does not work within {}s; br-int created {} times; \
+                     its interfaces:\n{}its reports:\n{:#?}",
                     g.name,
                     g.host,
                     limit.as_secs(),
+                    self.br_int_creations(&g.host),
+                    String::from_utf8_lossy(&ports.stdout),
                     boots
                         .last()
                         .map(|b| b.events.iter().rev().take(12).collect::<Vec<_>>())
@@ -308,6 +322,18 @@ impl Lab {
             }
             std::thread::sleep(std::time::Duration::from_secs(3));
         }
+    }
+
+    /// How many times ovs-vswitchd has created `host`'s br-int (its log
+    /// says so each time): once per start of ovs-vswitchd, and once more
+    /// each time something switched the bridge's datapath type, which
+    /// takes every guest on the host off the network.
+    pub fn br_int_creations(&self, host: &str) -> usize {
+        let log =
+            std::fs::read_to_string(self.host_path(host, "/var/log/openvswitch/ovs-vswitchd.log"))
+                .unwrap_or_default();
+        log.matches("bridge br-int: added interface br-int on port")
+            .count()
     }
 
     pub fn lab(&self, args: &[&str]) -> Output {
