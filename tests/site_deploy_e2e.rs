@@ -25,7 +25,7 @@
 
 mod common;
 
-use common::bare_metal::{Bmc, set_site_config, wait_config, wait_phase, wait_whole};
+use common::bare_metal::{Bmc, set_site_config, wait_config, wait_phase, wait_ssh, wait_whole};
 use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -345,6 +345,13 @@ fn site_deploy_from_bmc_to_compute_service() {
     );
     wait_config(&lab, GOOD[0], 1, Duration::from_secs(15 * 60));
     wait_whole(&lab, GOOD[1], "the deploy", Duration::from_secs(5 * 60));
+    // The operator's way in: each node's SSH server answers, after its
+    // power cuts too (it makes its host keys at its first start, and mends
+    // one a cut damaged).
+    for host in GOOD {
+        let banner = wait_ssh(&lab, host, Duration::from_secs(5 * 60));
+        eprintln!("{host}: SSH answers ({})", banner.trim());
+    }
 
     let out = serde_json::json!({
         "labUpSeconds": lab_up,

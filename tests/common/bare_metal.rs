@@ -74,16 +74,7 @@ pub fn site_entry(lab: &Lab, node: &str) -> Value {
 
 /// The node's (state, compute, network) in `dcn node list`.
 pub fn planes(lab: &Lab, node: &str) -> (String, String, String) {
-    let out = lab.exec(&["dcn", "node", "list", "--output", "json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let n = v
-        .as_array()
-        .and_then(|a| {
-            a.iter()
-                .find(|n| n["progress"]["hostname"] == node)
-                .cloned()
-        })
-        .unwrap_or(Value::Null);
+    let n = listed(lab, node);
     let s = |v: &Value| v.as_str().unwrap_or("-").to_string();
     (s(&n["state"]), s(&n["compute"]), s(&n["network"]))
 }
@@ -172,6 +163,40 @@ pub fn wait_config(lab: &Lab, node: &str, revision: u64, limit: Duration) -> f64
             t.elapsed() < limit,
             "{node} did not apply site config revision {revision}: {config:#}"
         );
+        std::thread::sleep(Duration::from_secs(10));
+    }
+}
+
+/// The node's entry in `dcn node list` (null when it is not listed).
+fn listed(lab: &Lab, node: &str) -> Value {
+    let out = lab.exec(&["dcn", "node", "list", "--output", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v.as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|n| n["progress"]["hostname"] == node)
+                .cloned()
+        })
+        .unwrap_or(Value::Null)
+}
+
+/// Wait, touching nothing, until the node's SSH server answers on its
+/// network (asked from its site's BMC host); what it says first
+/// (`SSH-2.0-…`). Panics after `limit`.
+pub fn wait_ssh(lab: &Lab, node: &str, limit: Duration) -> String {
+    let t = Instant::now();
+    loop {
+        if let Some(address) = listed(lab, node)["address"].as_str() {
+            let probe = format!("exec 3<>/dev/tcp/{address}/22 && head -c 8 <&3");
+            let out = lab.exec_on("bm1-bmc", &["timeout", "20", "bash", "-c", probe.as_str()]);
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() && said.starts_with("SSH-") {
+                return said;
+            }
+        }
+        if t.elapsed() > limit {
+            panic!("{node}: its SSH server does not answer on port 22");
+        }
         std::thread::sleep(Duration::from_secs(10));
     }
 }
