@@ -31,7 +31,9 @@
 # config. Every cut point of a deploy, one after the other, is
 # `DCN_EDGE_ISO=… cargo test --test power_cut_e2e -- --ignored` (about 30
 # minutes, not in CI).
-# DCN_IMAGE_E2E=0 skips them.
+# DCN_IMAGE_E2E=0 skips them. In CI, DCN_LAB_CONTROL_PLANE=1 and
+# DCN_LAB_EDGES=1 run lab_e2e and lab_edges whatever the last commit
+# touched (0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
