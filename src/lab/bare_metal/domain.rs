@@ -7,9 +7,7 @@
 //!   An AMD model, because Linux turns on page-table isolation for an Intel
 //!   one without the microcode that says it is immune (Nehalem did): every
 //!   system call then switches page tables, and TCG flushes its whole
-//!   software TLB at each switch. Measured alone: an ISO install took
-//!   292 s against 333 s with Nehalem (in the deploy test, where two nodes
-//!   and the control plane share two cores, within the noise);
+//!   software TLB at each switch (figures: docs/power-cuts.md);
 //! - q35 and SeaBIOS on the serial console ("Booting from DVD/CD…" lands in
 //!   the log);
 //! - no `<boot dev>` in `<os>`: the driver's boot override rewrites per-device
