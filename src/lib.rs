@@ -40,4 +40,5 @@ pub mod status;
 pub mod terminal_text;
 pub mod timefmt;
 pub mod tls;
+pub mod types;
 pub mod yaml;

@@ -114,12 +114,8 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         packages.sort();
         packages.dedup();
         report.packages = packages.len();
-        crate::host::apt::Apt::new(
-            runner,
-            &host.files,
-            crate::config::types::PackageSource::Mirror,
-        )
-        .purge(&packages)?;
+        crate::host::apt::Apt::new(runner, &host.files, crate::types::PackageSource::Mirror)
+            .purge(&packages)?;
     }
     // Files dcn wrote for operators (not theirs, such as a site.yaml next to
     // them), then dcn's own state (secrets, CA, journal) last.

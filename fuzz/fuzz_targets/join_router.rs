@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use dcn::config::types::NodeName;
+use dcn::types::NodeName;
 use dcn::serve::routes::Route;
 use libfuzzer_sys::fuzz_target;
 

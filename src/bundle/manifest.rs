@@ -2,9 +2,9 @@
 //! and its site. Field names are camelCase; unknown fields are refused.
 //! `docs/bundle-format.md` describes every field.
 
-use super::values::{HttpsUrl, Sha256Digest, TlsEndpoint, timestamp};
 use super::{DIGESTED_MEMBERS, FORMAT_VERSION, token};
-use crate::config::types::{Hostname, IniText, RegionName, SiteName};
+use crate::types::endpoints::{HttpsUrl, Sha256Digest, TlsEndpoint, timestamp};
+use crate::types::{Hostname, IniText, RegionName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;

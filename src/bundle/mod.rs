@@ -16,15 +16,14 @@ pub mod limits;
 mod manifest;
 mod reader;
 mod token;
-mod values;
 mod writer;
 
+pub use crate::types::endpoints::{HttpsUrl, Sha256Digest, TlsEndpoint};
 pub use error::BundleError;
 pub use inspect::{CustomConfig, Inspection};
 pub use manifest::{ControlPlaneInfo, CustomServiceConfig, HostsEntry, Manifest, ManifestProblem};
 pub use reader::{ReadOptions, VerifiedBundle, parse_manifest, read_bundle, read_bundle_file};
 pub use token::{JoinToken, TOKEN_ID_LENGTH, TOKEN_SECRET_LENGTH, TokenError};
-pub use values::{HttpsUrl, Sha256Digest, TlsEndpoint};
 pub use writer::{BUNDLE_MODE, save_bundle, write_bundle};
 
 /// The bundle format this dcn writes, and the only one it reads.

@@ -2,9 +2,9 @@
 //! archive with fixed metadata, gzip it, and save it as a 0600 file.
 
 use super::reader::{ReadOptions, read_bundle};
-use super::values::Sha256Digest;
 use super::{BundleContents, CA_CERT, MANIFEST, SIGNATURE, TOKEN};
 use crate::pki::CertificateAuthority;
+use crate::types::endpoints::Sha256Digest;
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
 use flate2::Compression;

@@ -10,7 +10,7 @@ pub enum BundleCommand {
     Export {
         /// The edge site: its availability zone and host aggregate
         #[arg(long)]
-        site: crate::config::types::SiteName,
+        site: crate::types::SiteName,
         /// How long the bundle and its token stay valid, 1s to 365d, e.g. 2h, 7d (default: the config's bundle.ttl)
         #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
         ttl: Option<std::time::Duration>,

@@ -21,7 +21,7 @@ pub struct JoinArgs {
     pub timeout: std::time::Duration,
     /// Where packages come from when they are not installed: `mirror` or `local:/path`
     #[arg(long, value_name = "SOURCE", default_value = "mirror")]
-    pub packages: crate::config::types::PackageSource,
+    pub packages: crate::types::PackageSource,
     /// Turn these failing preflight checks into warnings (comma-separated, or `all`)
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub ignore_preflight_errors: Vec<String>,

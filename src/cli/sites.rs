@@ -20,7 +20,7 @@ pub enum SiteCommand {
     /// did not apply. Failed hosts' reasons and last log lines follow the table.
     Status {
         /// The site
-        site: crate::config::types::SiteName,
+        site: crate::types::SiteName,
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
@@ -34,7 +34,7 @@ pub enum SiteCommand {
     /// control plane (`dcn node show HOST`).
     Config {
         /// The site
-        site: crate::config::types::SiteName,
+        site: crate::types::SiteName,
         /// The new config (kind SiteConfig, for this site)
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
@@ -47,7 +47,7 @@ pub enum SiteCommand {
     /// Revoke a site: its nodes' credentials and its tokens die, its hosts lose access
     Revoke {
         /// The site
-        site: crate::config::types::SiteName,
+        site: crate::types::SiteName,
     },
     /// Deploy an edge site from its inventory: each node's BMC boots its own ISO, which installs and joins
     ///

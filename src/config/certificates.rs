@@ -2,7 +2,7 @@
 //! issues live, and when they renew. The bounds are checked while the file
 //! is read, so an error names the field's line.
 
-use super::types::HumanDuration;
+use crate::types::HumanDuration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

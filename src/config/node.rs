@@ -5,8 +5,8 @@
 //! required field; everything else has a documented default
 //! (`images/edge/node.example.yaml` shows every field).
 
-use super::types::{Cidr, Hostname, HumanDuration, NodeName};
 use super::{ApiVersion, ConfigError};
+use crate::types::{Cidr, Hostname, HumanDuration, NodeName};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::IpAddr;
@@ -248,7 +248,7 @@ pub fn load_node(path: &std::path::Path) -> anyhow::Result<NodeConfig> {
     Ok(parse_node(&text, &path.display().to_string())?)
 }
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// A block device path under /dev.
     DevicePath,
     normalize =    |s| {
@@ -264,7 +264,7 @@ crate::config::types::string_newtype!(
     }
 );
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// A network interface name as the kernel has it (1-15 characters).
     InterfaceName,
     normalize =    |s| {
@@ -278,7 +278,7 @@ crate::config::types::string_newtype!(
     }
 );
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// A MAC address, stored lowercase (`52:54:00:12:34:56`).
     MacAddress,
     normalize =    |s| {
@@ -295,7 +295,7 @@ crate::config::types::string_newtype!(
     }
 );
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// An NTP server: a host name or an IP address.
     NtpServer,
     normalize =    |s| {
@@ -307,7 +307,7 @@ crate::config::types::string_newtype!(
     }
 );
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// One OpenSSH public key line (`ssh-ed25519 AAAA... comment`).
     SshPublicKey,
     normalize =    |s| {
@@ -330,7 +330,7 @@ crate::config::types::string_newtype!(
     }
 );
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// A CA pin, `sha256:` and 64 hex digits, as `dcn bundle export` prints.
     CaPin,
     normalize =    |s| {

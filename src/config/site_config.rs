@@ -5,7 +5,7 @@
 //! node > site > control plane by [`crate::sites::site_config`].
 
 use super::ApiVersion;
-use super::types::{IniText, NodeName, SiteName};
+use crate::types::{IniText, NodeName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! `StandaloneConfig`: the operator's settings for the control plane (and,
 //! through the join bundle, for its edge sites).
 
-use super::types::*;
+use crate::types::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -259,7 +259,7 @@ pub(super) fn bundle_ttl<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<HumanDuration, D::Error> {
     let ttl = HumanDuration::deserialize(d)?;
-    crate::bundle::limits::check_ttl(ttl.0).map_err(serde::de::Error::custom)?;
+    crate::types::bundle_ttl::check_ttl(ttl.0).map_err(serde::de::Error::custom)?;
     Ok(ttl)
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::types;
 use serde_yaml::Value;
 
 fn err_of(text: &str) -> ConfigError {

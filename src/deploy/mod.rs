@@ -13,9 +13,9 @@ pub use health::Health;
 pub use packages::Packages;
 pub use service::{Database, DisableUnits, ReloadUnits, Setup, Unit};
 
-use crate::config::types::PackageSource;
 use crate::engine::{Phase, Step};
 use crate::recipes::{Recipes, ServicePhase, ServiceRecipe, Values};
+use crate::types::PackageSource;
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -1,10 +1,10 @@
 //! The packages step: point apt at the configured source, answer debconf,
 //! install what is missing with nothing started.
 
-use crate::config::types::PackageSource;
 use crate::engine::{Context, Step};
 use crate::host::apt::{Apt, DebconfAnswer};
 use crate::host::systemd::Systemd;
+use crate::types::PackageSource;
 use anyhow::{Context as _, Result};
 
 pub struct Packages {

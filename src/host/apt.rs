@@ -5,8 +5,8 @@
 
 use super::command::{Cmd, Runner};
 use super::files::{FileSpec, Files};
-use crate::config::types::PackageSource;
 use crate::secrets::Secret;
+use crate::types::PackageSource;
 use anyhow::{Context, Result};
 use std::time::Duration;
 

@@ -262,7 +262,7 @@ mod tests {
             hostname: None,
             my_ip: None,
             timeout: std::time::Duration::from_secs(1),
-            packages: crate::config::types::PackageSource::Mirror,
+            packages: crate::types::PackageSource::Mirror,
             ignore_preflight: vec![],
         };
         let err = crate::join::join(&host, &opts).err().expect("no bundle");

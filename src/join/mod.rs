@@ -16,10 +16,10 @@ pub mod protocol;
 pub mod reporter;
 
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle_file};
-use crate::config::types::PackageSource;
 use crate::deployment::Deployment;
 use crate::host::Host;
 use crate::pki::Pin;
+use crate::types::PackageSource;
 use anyhow::{Result, bail};
 use client::{JoinClient, Refused};
 use protocol::Phase;

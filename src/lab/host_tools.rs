@@ -32,7 +32,7 @@ pub(super) fn install_host_tools(runner: &dyn Runner, bare_metal: bool) -> Resul
     }
     tracing::info!("  installing {}", missing.join(", "));
     let files = crate::host::Files::new("/", false);
-    crate::host::apt::Apt::new(runner, &files, crate::config::types::PackageSource::Mirror)
+    crate::host::apt::Apt::new(runner, &files, crate::types::PackageSource::Mirror)
         .install(&missing, false)
         .context("installing the lab's host tools")?;
     Ok(())

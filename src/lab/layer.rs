@@ -3,10 +3,10 @@
 //! once with dcn's own apt code running in a non-booted nspawn, cached, and
 //! stacked under every edge container's writable layer.
 
-use crate::config::types::PackageSource;
 use crate::host::apt::Apt;
 use crate::host::systemd::Systemd;
 use crate::host::{Cmd, CmdOutput, Files, Runner, SystemRunner};
+use crate::types::PackageSource;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! new endpoint is a recipe change only.
 
 use super::{Recipes, Values, render_str};
-use crate::bundle::TlsEndpoint;
+use crate::types::endpoints::TlsEndpoint;
 use anyhow::{Result, bail};
 use std::collections::BTreeMap;
 

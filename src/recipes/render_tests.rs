@@ -54,7 +54,7 @@ fn render(recipes: &Recipes, roles: &[&str], values: super::Values) -> BTreeMap<
         services,
         values: Arc::new(values),
         custom_config,
-        source: crate::config::types::PackageSource::Mirror,
+        source: crate::types::PackageSource::Mirror,
         certs: Arc::new(PlaceholderCerts),
     };
     let phase = plan

@@ -240,7 +240,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     );
     let custom = BTreeMap::from([(
         "cinderVolume".to_string(),
-        crate::config::types::IniText::try_from("[DEFAULT]\ndebug = true\n".to_string()).unwrap(),
+        crate::types::IniText::try_from("[DEFAULT]\ndebug = true\n".to_string()).unwrap(),
     )]);
     let manifest = sample_manifest(&recipes, &custom);
     assert_eq!(manifest.custom_service_config, custom);
@@ -311,7 +311,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
             "cinderVolume".into(),
             "[DEFAULT]\ndebug = true\n".into(),
         )]),
-        source: crate::config::types::PackageSource::Mirror,
+        source: crate::types::PackageSource::Mirror,
         certs: std::sync::Arc::new(NoCertificates),
     };
     crate::engine::run(&[plan.configure_phase().unwrap()], &host).unwrap();

@@ -108,7 +108,7 @@ pub fn join(
             format!("the join token is malformed ({e}); export a fresh bundle"),
         )
     })?;
-    let hostname: crate::config::types::NodeName = req
+    let hostname: crate::types::NodeName = req
         .hostname
         .parse()
         .map_err(|e| refuse(400, "bad-request", e))?;

@@ -29,7 +29,7 @@ pub fn record(
     report: &ProgressReport,
     now: SystemTime,
 ) -> Result<ProgressAck, Refusal> {
-    let hostname: crate::config::types::NodeName = report
+    let hostname: crate::types::NodeName = report
         .hostname
         .parse()
         .map_err(|e| refuse(400, "bad-request", e))?;

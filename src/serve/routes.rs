@@ -4,11 +4,11 @@
 //! the router panic; a host name in a path is checked here, once. This is
 //! the entry point of the router's fuzz target.
 
-use crate::config::types::NodeName as Hostname;
 use crate::join::protocol::{
     CA_PATH, CERTIFICATE_SUFFIX, CHALLENGE_PATH, CONFIG_SUFFIX, HEALTH_PATH, JOIN_PATH, NODES_PATH,
     OLD_JOIN_PATH, PROGRESS_PATH,
 };
+use crate::types::NodeName as Hostname;
 
 /// What a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -98,7 +98,7 @@ fn bundle_file(site: &str) -> String {
 /// new export (creating the site if it is new).
 pub fn ensure(
     host: &Host,
-    site: &crate::config::types::SiteName,
+    site: &crate::types::SiteName,
     needed: u32,
     ttl: Duration,
     min_left: Duration,

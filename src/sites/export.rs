@@ -5,18 +5,18 @@
 
 use super::provision;
 use super::registry::{Registry, Site, TokenRecord};
-use crate::bundle::limits::check_ttl;
 use crate::bundle::{
     BundleContents, ControlPlaneInfo, FORMAT_VERSION, HostsEntry, HttpsUrl, JoinToken, Manifest,
     save_bundle, write_bundle,
 };
 use crate::config::StandaloneConfig;
-use crate::config::types::IniText;
-use crate::config::types::SiteName;
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
 use crate::timefmt::rfc3339;
+use crate::types::IniText;
+use crate::types::SiteName;
+use crate::types::bundle_ttl::check_ttl;
 use anyhow::{Context, Result, anyhow, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -168,7 +168,7 @@ impl<'a> ProgressStore<'a> {
     }
 
     fn path(hostname: &str) -> Option<String> {
-        crate::config::types::NodeName::is_valid(hostname).then(|| format!("{DIR}/{hostname}.json"))
+        crate::types::NodeName::is_valid(hostname).then(|| format!("{DIR}/{hostname}.json"))
     }
 
     /// The node's record, if it has one.

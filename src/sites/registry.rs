@@ -214,7 +214,7 @@ impl<'a> Registry<'a> {
     }
 
     pub fn node(&self, hostname: &str) -> Result<Option<NodeRecord>> {
-        if !crate::config::types::NodeName::is_valid(hostname) {
+        if !crate::types::NodeName::is_valid(hostname) {
             return Ok(None);
         }
         self.load(&format!("{NODES}/{hostname}.json"))

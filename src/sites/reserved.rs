@@ -4,7 +4,7 @@
 //! has that is not a node of the site asking. A node named like one of
 //! those would get that host's queue, chassis rights and aggregate place.
 //! (`localhost` and over-long names are refused by
-//! [`crate::config::types::NodeName`] itself.)
+//! [`crate::types::NodeName`] itself.)
 
 use super::registry::Registry;
 use crate::host::Files;

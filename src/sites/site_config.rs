@@ -11,7 +11,7 @@ pub use view::{NodeView, node_view};
 
 use super::registry::{NodeRecord, Registry};
 use crate::config::SiteConfig;
-use crate::config::types::SiteName;
+use crate::types::SiteName;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 

@@ -37,7 +37,7 @@ impl Identity {
                     })?
             }
         };
-        hostname.parse::<crate::config::types::Hostname>().map_err(|e| {
+        hostname.parse::<crate::types::Hostname>().map_err(|e| {
             anyhow::anyhow!("this host's name is not usable for the control plane: {e}; set controlPlane.hostname in the config")
         })?;
         let address = match cp.address {

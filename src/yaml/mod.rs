@@ -12,6 +12,7 @@
 //! [`crate::config::parse`] or [`from_str`]; [`read_file`] reads the file.
 
 mod events;
+pub mod parse;
 
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;

@@ -148,10 +148,10 @@ fn custom_service_config_with_a_bare_carriage_return_is_refused() {
 /// consistent in every way, so only the CA's own checks can refuse it.
 fn with_ca(signer: &crate::pki::CertificateAuthority) -> Vec<u8> {
     let pem = signer.cert_pem().as_bytes().to_vec();
-    let digest = values::Sha256Digest::of(&pem).to_string();
+    let digest = crate::types::endpoints::Sha256Digest::of(&pem).to_string();
     let mut m = members(&bundle());
     let yaml = String::from_utf8(m[0].1.clone()).unwrap();
-    let old = values::Sha256Digest::of(&m[1].1).to_string();
+    let old = crate::types::endpoints::Sha256Digest::of(&m[1].1).to_string();
     let yaml = yaml.replace(&old, &digest);
     let sig = signer.sign(yaml.as_bytes()).unwrap();
     m[0].1 = yaml.into_bytes();

@@ -5,10 +5,10 @@
 //! only then.
 
 use crate::bmc::{ClientOptions, OriginError, Retry};
-use crate::config::types::{AbsolutePath, string_newtype};
 use crate::host::read::{self, ReadSpec};
 use crate::secrets::Secret;
 use crate::tls::ServerTrust;
+use crate::types::{AbsolutePath, string_newtype};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use std::ffi::OsString;

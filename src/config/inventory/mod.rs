@@ -18,8 +18,8 @@ pub use bmc::{EnvVarName, SystemId};
 
 use super::node::SshPublicKey;
 use super::node::{DiskConfig, Interface, JoinSettings, NodeConfig, NodeKind, NtpServer};
-use super::types::{AbsolutePath, HumanDuration, NodeName, SiteName};
 use super::{ApiVersion, ConfigError};
+use crate::types::{AbsolutePath, HumanDuration, NodeName, SiteName};
 use reqwest::Url;
 use serde::{Deserialize, Deserializer};
 use std::net::{IpAddr, SocketAddr};
@@ -97,7 +97,7 @@ impl MediaSettings {
     }
 }
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// The base URL BMCs fetch the ISOs from: http(s)://HOST[:PORT][/PATH/],
     /// stored with a trailing `/`.
     MediaUrl,

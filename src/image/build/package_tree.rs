@@ -3,7 +3,6 @@
 //! disabled, and the build-only files, logs and per-host identity removed.
 
 use super::{HOUR, remove_tree};
-use crate::config::types::PackageSource;
 use crate::host::apt::{Apt, DebconfAnswer};
 use crate::host::chroot::ChrootRunner;
 use crate::host::debian;
@@ -11,6 +10,7 @@ use crate::host::systemd::Systemd;
 use crate::host::{Cmd, Files, Runner};
 use crate::image::mounts::Mounts;
 use crate::image::recipe::RecipeDir;
+use crate::types::PackageSource;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 

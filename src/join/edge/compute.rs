@@ -4,7 +4,6 @@
 
 use super::credentials::{Credentials, NODE_CERT, NODE_KEY};
 use crate::bundle::VerifiedBundle;
-use crate::config::types::PackageSource;
 use crate::deploy::{CertSource, Plan};
 use crate::deployment::{Deployment, Record};
 use crate::engine::{self, Phase};
@@ -12,6 +11,7 @@ use crate::host::{FileSpec, Files, Host};
 use crate::recipes::compute_link::{ComputeLink, Interface};
 use crate::recipes::{Recipes, ServicePhase, Values};
 use crate::secrets::Secret;
+use crate::types::PackageSource;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::net::IpAddr;

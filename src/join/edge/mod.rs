@@ -61,7 +61,7 @@ pub fn hostname(
             _ => nix::unistd::gethostname()?.to_string_lossy().into_owned(),
         },
     };
-    name.parse::<crate::config::types::NodeName>()
+    name.parse::<crate::types::NodeName>()
         .map_err(|e| anyhow::anyhow!("{e}; pass --hostname"))?;
     if let Some(d) = previous
         && d.hostname != name

@@ -14,10 +14,10 @@ pub mod summary;
 
 use super::nsenter::ContainerRunner;
 use super::state::LabState;
-use crate::config::types::PackageSource;
 use crate::host::apt::Apt;
 use crate::host::systemd::Systemd;
 use crate::host::{Cmd, FileSpec, Files, Runner};
+use crate::types::PackageSource;
 use anyhow::{Context, Result, bail};
 use conf::{CloudFacts, WORKSPACE};
 use std::path::{Path, PathBuf};

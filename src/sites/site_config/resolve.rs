@@ -5,10 +5,10 @@
 //! kept by position, and the diff is [`crate::ini::diff`]'s.
 
 use crate::config::SiteConfig;
-use crate::config::types::{IniText, NodeName};
 use crate::ini::{Ini, Position};
 use crate::recipes::Recipes;
 use crate::sites::registry::NodeRecord;
+use crate::types::{IniText, NodeName};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

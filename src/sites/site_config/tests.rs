@@ -1,7 +1,7 @@
 use super::*;
 use crate::config::parse_site_config;
-use crate::config::types::IniText;
 use crate::ini::Ini;
+use crate::types::IniText;
 use std::collections::BTreeMap;
 
 fn ini(text: &str) -> IniText {

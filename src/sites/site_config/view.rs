@@ -2,8 +2,8 @@
 //! level it came from, and the revision the node reported.
 
 use super::{Resolved, current, resolve};
-use crate::config::types::SiteName;
 use crate::sites::registry::Registry;
+use crate::types::SiteName;
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -1,20 +1,22 @@
-//! Validated value types of the manifest. Each checks itself while the YAML
-//! is read, so a bad value is refused with the field's path.
+//! Validated endpoint and digest types: where an edge reaches the control
+//! plane (TLS only) and the SHA-256 digests that pin what it fetches. Each
+//! checks itself while the YAML is read, so a bad value is refused with the
+//! field's path.
 
-use crate::config::types::Hostname;
+use crate::types::Hostname;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// An `https://` URL: an edge sends service credentials to it over the
     /// WAN, so plain HTTP is refused.
     HttpsUrl,
     |s| check_url(s, &["https"])
 );
 
-crate::config::types::string_newtype!(
+crate::types::string_newtype!(
     /// Where an edge reaches a control-plane service over the WAN: an
     /// `https://` or `amqps://` URL, or an OVN database remote
     /// `ssl:<host>:<port>` (an IPv6 address in brackets). Only TLS: the
@@ -197,7 +199,7 @@ impl From<Sha256Digest> for String {
 }
 
 /// Serde for timestamps as RFC 3339 text (see [`crate::timefmt`]).
-pub(super) mod timestamp {
+pub mod timestamp {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::SystemTime;
 

@@ -2,6 +2,11 @@
 //! rejects bad values while the YAML is read, so the error carries the
 //! field's path and line.
 
+pub mod bundle_ttl;
+pub mod endpoints;
+mod ini_text;
+mod package_source;
+
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -50,7 +55,7 @@ macro_rules! string_newtype {
         }
     };
     ($(#[$doc:meta])* $name:ident, $check:expr) => {
-        $crate::config::types::string_newtype!(
+        $crate::types::string_newtype!(
             $(#[$doc])* $name,
             normalize = |s| {
                 let check: fn(&str) -> Result<(), String> = $check;
@@ -251,7 +256,7 @@ impl From<Cidr> for String {
     }
 }
 
-pub use super::package_source::PackageSource;
+pub use package_source::PackageSource;
 
 /// A worker count: `auto` (sized to the host's CPUs) or a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -322,7 +327,7 @@ impl From<HumanDuration> for String {
     }
 }
 
-pub use super::ini_text::IniText;
+pub use ini_text::IniText;
 
 #[cfg(test)]
 mod tests;
