@@ -26,6 +26,7 @@ pub mod lab;
 pub mod logging;
 pub mod openstack;
 pub mod ovn;
+pub mod passwords;
 pub mod paths;
 pub mod pki;
 pub mod preflight;

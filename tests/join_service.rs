@@ -11,9 +11,9 @@ mod join_server;
 use dcn::bundle::JoinToken;
 use dcn::join::client::{JoinClient, Refused};
 use dcn::join::protocol::JoinRequest;
+use dcn::passwords::PasswordStore;
 use dcn::pki::CertificateAuthority;
 use dcn::recipes::site_credentials::NodeAccount;
-use dcn::secrets::PasswordStore;
 use dcn::sites::Registry;
 use join_server::{ControlPlane, token};
 

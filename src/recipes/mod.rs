@@ -48,7 +48,7 @@ impl Recipes {
                 .strip_prefix("roles/")
                 .and_then(|n| n.strip_suffix(".yaml"))
             {
-                let r: RoleRecipe = crate::config::parse(&text, &format!("recipes/{path}"))?;
+                let r: RoleRecipe = crate::yaml::parse::parse(&text, &format!("recipes/{path}"))?;
                 if r.role != name {
                     bail!(
                         "recipes/{path} defines role {:?}; the file name says {name:?}",
@@ -60,7 +60,8 @@ impl Recipes {
                 .strip_prefix("services/")
                 .and_then(|n| n.strip_suffix(".yaml"))
             {
-                let s: ServiceRecipe = crate::config::parse(&text, &format!("recipes/{path}"))?;
+                let s: ServiceRecipe =
+                    crate::yaml::parse::parse(&text, &format!("recipes/{path}"))?;
                 if s.service != name {
                     bail!(
                         "recipes/{path} defines service {:?}; the file name says {name:?}",

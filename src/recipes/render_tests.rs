@@ -89,7 +89,7 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
         address: "10.240.0.10".parse().unwrap(),
         dns_names: vec!["cp".into()],
     };
-    let mut passwords = crate::secrets::PasswordStore::default();
+    let mut passwords = crate::passwords::PasswordStore::default();
     passwords.ensure(
         crate::standalone::secrets::control_plane_passwords()
             .iter()

@@ -34,7 +34,7 @@ pub(super) fn embedded_files() -> Vec<(String, String)> {
 }
 
 fn service(yaml: &str) -> ServiceRecipe {
-    crate::config::parse(yaml, "test").unwrap()
+    crate::yaml::parse::parse(yaml, "test").unwrap()
 }
 
 fn values() -> Values {
@@ -119,7 +119,7 @@ fn role_conditions_skip_files() {
 
 #[test]
 fn unknown_recipe_fields_are_errors() {
-    let e = crate::config::parse::<ServiceRecipe>(
+    let e = crate::yaml::parse::parse::<ServiceRecipe>(
         "service: x\ndescription: x\nphase: services\npackagez: []\n",
         "r.yaml",
     )
@@ -269,7 +269,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     // The join service provisions its user by kind, and the edge renders
     // with what the reply carries.
     let accounts = RecordingAccounts::default();
-    let mut shared = crate::secrets::PasswordStore::default();
+    let mut shared = crate::passwords::PasswordStore::default();
     shared.ensure(["metadata_secret"]);
     let given = crate::sites::accounts::grant(&accounts, &recipes, &shared, "edge1-n1").unwrap();
     let cinder = crate::recipes::site_credentials::NodeAccount::Keystone {

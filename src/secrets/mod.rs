@@ -2,10 +2,6 @@
 //! generation from the OS CSPRNG, and the on-disk store of the control
 //! plane's passwords (`/var/lib/dcn/secrets/passwords.yaml`).
 
-mod store;
-
-pub use store::PasswordStore;
-
 use std::fmt;
 
 /// A secret value. `Debug` prints `<redacted>` and there is no `Display`, so a

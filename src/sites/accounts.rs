@@ -9,9 +9,10 @@
 use super::provision;
 use crate::host::Host;
 use crate::join::protocol::SiteCredential;
+use crate::passwords::PasswordStore;
 use crate::recipes::Recipes;
 use crate::recipes::site_credentials::NodeAccount;
-use crate::secrets::{PasswordStore, Secret, generate_password};
+use crate::secrets::{Secret, generate_password};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 

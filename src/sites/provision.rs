@@ -4,7 +4,8 @@
 
 use crate::host::{Cmd, Host};
 use crate::openstack::{Cloud, Credentials, identity};
-use crate::secrets::{PasswordStore, Secret};
+use crate::passwords::PasswordStore;
+use crate::secrets::Secret;
 use anyhow::{Context, Result, bail};
 use reqwest::Method;
 use serde_json::json;

@@ -8,9 +8,9 @@ use crate::certs::leaves;
 use crate::certs::policy::Policy;
 use crate::engine::{Context, Phase, Step};
 use crate::host::FileSpec;
+use crate::passwords::PasswordStore;
 use crate::paths::{self, CA_CERT, CA_KEY, PKI_DIR, SECRETS_DIR, STATE_DIR};
 use crate::pki::{CertInfo, CertificateAuthority, LeafRequest};
-use crate::secrets::PasswordStore;
 use anyhow::{Context as _, Result, bail};
 use std::time::SystemTime;
 

@@ -5,10 +5,10 @@
 
 use super::identity::Identity;
 use crate::config::StandaloneConfig;
+use crate::passwords::PasswordStore;
 use crate::recipes::Values;
 use crate::recipes::compute_link::{ComputeLink, Interface};
 use crate::recipes::exports;
-use crate::secrets::PasswordStore;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::Path;

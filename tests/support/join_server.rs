@@ -10,9 +10,10 @@
 
 use dcn::bundle::JoinToken;
 use dcn::host::{FileSpec, Files, Host};
+use dcn::passwords::PasswordStore;
 use dcn::pki::CertificateAuthority;
 use dcn::recipes::site_credentials::NodeAccount;
-use dcn::secrets::{PasswordStore, Secret};
+use dcn::secrets::Secret;
 use dcn::sites::accounts::NodeAccounts;
 use dcn::sites::{Registry, Site, TokenRecord};
 use dcn::timefmt::rfc3339;

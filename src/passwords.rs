@@ -1,8 +1,8 @@
 //! The control plane's passwords, one YAML map in a 0600 file. Existing
 //! entries are never replaced: re-running init keeps every password.
 
-use super::{Secret, generate_password};
 use crate::host::{Change, FileSpec, Files};
+use crate::secrets::{Secret, generate_password};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 
