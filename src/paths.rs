@@ -28,3 +28,6 @@ pub fn leaf_cert(name: &str) -> String {
 pub fn leaf_key(name: &str) -> String {
     format!("{PKI_DIR}/{name}.key")
 }
+
+/// Where the CA certificate is readable by everyone on every host.
+pub const PUBLIC_CA: &str = "/etc/dcn/ca.crt";

@@ -122,7 +122,7 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
     for p in [
         crate::standalone::finalize::CLOUDS_YAML,
         crate::standalone::finalize::OPENRC,
-        crate::standalone::values::PUBLIC_CA,
+        crate::paths::PUBLIC_CA,
         crate::standalone::finalize::ROOT_CLOUDS_YAML,
         crate::host::apt::LOCAL_SOURCE_LIST,
         crate::paths::STATE_DIR,

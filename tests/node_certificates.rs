@@ -12,10 +12,11 @@
 #[path = "support/join_server.rs"]
 mod join_server;
 
-use dcn::certs::authority::{Authorities, split_pem};
+use dcn::certs::authority::Authorities;
 use dcn::host::{FileSpec, Files, Host, RecordingRunner};
 use dcn::join::client::{JoinClient, Refused};
 use dcn::join::protocol::CertificateCheck;
+use dcn::pki::split_pem;
 use dcn::pki::{CertInfo, Pin};
 use dcn::sites::Registry;
 use join_server::ControlPlane;

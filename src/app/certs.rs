@@ -62,7 +62,7 @@ pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
                 if run.trust_changed {
                     println!(
                         "Wrote the CA certificates clients trust to {}.",
-                        crate::standalone::values::PUBLIC_CA
+                        crate::paths::PUBLIC_CA
                     );
                 }
                 for i in &run.installed {

@@ -74,7 +74,7 @@ impl VerifiedBundle {
     pub fn trusted_pem(&self) -> String {
         let mut all = vec![self.ca_cert_pem.clone()];
         all.extend(self.manifest.also_trusted.iter().cloned());
-        crate::certs::authority::join_pem(&all)
+        crate::pki::join_pem(&all)
     }
 
     /// How long until the bundle expires; zero once it has.

@@ -113,7 +113,7 @@ impl<'a> Authorities<'a> {
 
     /// [`Self::trusted`] as one PEM text.
     pub fn trusted_pem(&self) -> Result<String> {
-        Ok(join_pem(&self.trusted()?))
+        Ok(crate::pki::join_pem(&self.trusted()?))
     }
 
     /// The pins of [`Self::trusted`].
@@ -204,30 +204,6 @@ fn load(files: &Files, cert: &str, key: &str) -> Result<Option<CertificateAuthor
     CertificateAuthority::load(&c, &Secret::new(k))
         .with_context(|| format!("reading the CA in {cert} and {key}"))
         .map(Some)
-}
-
-/// PEM certificates as one text, each ending in a newline.
-pub fn join_pem(certs: &[String]) -> String {
-    certs
-        .iter()
-        .map(|c| format!("{}\n", c.trim_end()))
-        .collect()
-}
-
-/// The PEM certificates in a text, each on its own.
-pub fn split_pem(text: &str) -> Vec<String> {
-    const END: &str = "-----END CERTIFICATE-----";
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("-----BEGIN CERTIFICATE-----") {
-        let Some(end) = rest[start..].find(END) else {
-            break;
-        };
-        let stop = start + end + END.len();
-        out.push(format!("{}\n", &rest[start..stop]));
-        rest = &rest[stop..];
-    }
-    out
 }
 
 #[cfg(test)]

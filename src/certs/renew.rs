@@ -14,9 +14,9 @@ use super::policy::Policy;
 use crate::deployment::{Deployment, saved_config};
 use crate::host::lock::FileLock;
 use crate::host::{FileSpec, Host};
+use crate::paths::PUBLIC_CA;
 use crate::pki::CertInfo;
 use crate::standalone::identity::Identity;
-use crate::standalone::values::PUBLIC_CA;
 use anyhow::{Context, Result};
 use std::time::SystemTime;
 

@@ -5,11 +5,29 @@
 
 use crate::engine::{Context, Step};
 use crate::host::{FileSpec, Files};
-use crate::recipes::{CertificateRecipe, RenderedFile, ServiceRecipe, Values, render_files};
+use crate::recipes::{
+    CertificateRecipe, CustomConfigRecipe, RenderedFile, ServiceRecipe, Values, render_files,
+};
 use crate::secrets::Secret;
 use anyhow::{Context as _, Result, bail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The first line of every drop-in dcn writes from `customServiceConfig`.
+pub const DROP_IN_HEADER: &str =
+    "# customServiceConfig from the dcn config: wins over dcn's settings.\n";
+
+/// How a `customServiceConfig` drop-in is kept, on the control plane and on
+/// an edge alike: operators may put credentials in it, so it stays out of
+/// diffs and only the service's group reads it.
+pub fn drop_in_spec(c: &CustomConfigRecipe) -> FileSpec {
+    FileSpec::secret().mode(0o640).owner(&c.owner, &c.group)
+}
+
+/// A drop-in's contents: dcn's header, then the operator's text.
+pub fn drop_in_body(text: &str) -> String {
+    format!("{DROP_IN_HEADER}{text}")
+}
 
 /// Where certificates named in recipes come from.
 pub trait CertSource: Send + Sync {
@@ -55,9 +73,7 @@ impl ConfigFiles {
             })
             .collect::<Result<Vec<_>>>()?;
         let custom = s.custom_config.as_ref().map(|c| {
-            // Operators may put credentials in their drop-ins: kept out of
-            // diffs, readable by the service's group only.
-            let spec = FileSpec::secret().mode(0o640).owner(&c.owner, &c.group);
+            let spec = drop_in_spec(c);
             let text = custom_config
                 .get(&c.config_key)
                 .cloned()
@@ -102,7 +118,7 @@ impl ConfigFiles {
         if let Some((path, spec, text)) = &self.custom
             && !text.trim().is_empty()
         {
-            let body = format!("{}{text}", crate::join::config_sync::DROP_IN_HEADER);
+            let body = drop_in_body(text);
             out.push((path.clone(), body.into_bytes(), spec.clone()));
         }
         for c in &self.certs {

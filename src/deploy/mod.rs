@@ -3,7 +3,7 @@
 //! databases and keystone entries, run setup commands, start units and wait
 //! until services are healthy.
 
-mod files;
+pub mod files;
 mod health;
 mod packages;
 mod service;

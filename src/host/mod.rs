@@ -8,6 +8,7 @@ pub mod apt;
 pub mod chroot;
 pub mod command;
 pub mod debian;
+pub mod facts;
 pub mod files;
 pub mod lock;
 pub mod read;

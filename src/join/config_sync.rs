@@ -9,6 +9,7 @@
 
 use super::client::JoinClient;
 use super::protocol::{ConfigApplied, MAX_DETAIL, NodeConfigReply};
+use crate::deploy::files::{drop_in_body, drop_in_spec};
 use crate::host::lock::FileLock;
 use crate::host::systemd::Systemd;
 use crate::host::{FileSpec, Host};
@@ -25,10 +26,6 @@ pub const APPLIED: &str = "/var/lib/dcn/node/config.json";
 /// so a sync cannot write a drop-in that a running join then overwrites
 /// with what it read before (or the other way round).
 pub const NODE_LOCK: &str = "/run/dcn/node.lock";
-
-/// The first line of every drop-in dcn writes from `customServiceConfig`.
-pub const DROP_IN_HEADER: &str =
-    "# customServiceConfig from the dcn config: wins over dcn's settings.\n";
 
 /// The applied state, kept across runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -158,9 +155,8 @@ pub fn apply(host: &Host, recipes: &Recipes, reply: &NodeConfigReply) -> Result<
             .expect("a config key's recipe has customConfig");
         let change = match reply.services.get(key) {
             Some(text) => {
-                let spec = FileSpec::secret().mode(0o640).owner(&c.owner, &c.group);
-                let body = format!("{DROP_IN_HEADER}{text}");
-                host.files.write(&c.path, body.as_bytes(), &spec)?
+                host.files
+                    .write(&c.path, drop_in_body(text).as_bytes(), &drop_in_spec(c))?
             }
             None => host.files.remove(&c.path)?,
         };
@@ -307,7 +303,8 @@ mod tests {
         assert_eq!(s.restarted, ["nova-compute.service"]);
         let text = host.files.read_string(path).unwrap().unwrap();
         assert!(
-            text.starts_with(DROP_IN_HEADER) && text.ends_with("debug = true\n"),
+            text.starts_with(crate::deploy::files::DROP_IN_HEADER)
+                && text.ends_with("debug = true\n"),
             "{text}"
         );
 

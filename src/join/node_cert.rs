@@ -18,13 +18,13 @@
 use super::client::JoinClient;
 use super::edge::{Credentials, NODE_CERT, NODE_KEY, NodeCerts, csr};
 use super::protocol::{CA_PATH, CertificateCheck, CertificateReply, MAX_TRUSTED_CAS, TrustedCas};
-use crate::certs::authority::{join_pem, split_pem};
 use crate::certs::install::{Installed, install};
 use crate::certs::policy::{Standing, standing};
 use crate::deployment::Deployment;
 use crate::host::{FileSpec, Host};
+use crate::paths::PUBLIC_CA;
 use crate::pki::{CertInfo, Pin};
-use crate::standalone::values::PUBLIC_CA;
+use crate::pki::{join_pem, split_pem};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};

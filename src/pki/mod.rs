@@ -302,6 +302,30 @@ pub fn pem_der(pem: &str) -> Result<Vec<u8>> {
     Ok(p.contents)
 }
 
+/// PEM certificates as one text, each ending in a newline.
+pub fn join_pem(certs: &[String]) -> String {
+    certs
+        .iter()
+        .map(|c| format!("{}\n", c.trim_end()))
+        .collect()
+}
+
+/// The PEM certificates in a text, each on its own.
+pub fn split_pem(text: &str) -> Vec<String> {
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("-----BEGIN CERTIFICATE-----") {
+        let Some(end) = rest[start..].find(END) else {
+            break;
+        };
+        let stop = start + end + END.len();
+        out.push(format!("{}\n", &rest[start..stop]));
+        rest = &rest[stop..];
+    }
+    out
+}
+
 fn name(common_name: &str) -> DistinguishedName {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::OrganizationName, "dcn");

@@ -6,9 +6,9 @@
 
 use super::Recipes;
 use crate::deploy::{CertSource, Plan};
+use crate::host::facts::HostFacts;
 use crate::host::{Files, Host, RecordingRunner};
 use crate::secrets::Secret;
-use crate::standalone::values::HostFacts;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::sync::Arc;

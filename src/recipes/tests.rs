@@ -290,7 +290,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         &creds,
         "edge1-n1",
         "10.240.1.20".parse().unwrap(),
-        &crate::standalone::values::HostFacts {
+        &crate::host::facts::HostFacts {
             cpus: 2,
             virt_type: "qemu".into(),
             container: false,

@@ -104,7 +104,7 @@ pub fn write_client_cas(files: &Files) -> Result<usize> {
         }
     }
     let existing = files.read_string(CLIENT_CAS)?.unwrap_or_default();
-    let mut listed = crate::certs::authority::split_pem(&existing);
+    let mut listed = crate::pki::split_pem(&existing);
     // The last one is the keyless CA.
     if listed.pop().is_some() && listed == cas {
         return Ok(n);

@@ -2,9 +2,9 @@
 //! the `openstack` client (in /etc/dcn and root's config) and an
 //! `admin-openrc`, both 0600, and the CA certificate readable by all.
 
-use super::values::PUBLIC_CA;
 use crate::engine::{Context, Step};
 use crate::host::FileSpec;
+use crate::paths::PUBLIC_CA;
 use crate::recipes::Values;
 use anyhow::Result;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ impl ClientFiles {
             (CLOUDS_YAML, clouds.clone(), FileSpec::secret()),
             (ROOT_CLOUDS_YAML, clouds, FileSpec::secret()),
             (OPENRC, openrc, FileSpec::secret()),
-            (super::values::PUBLIC_CA, ca, FileSpec::public()),
+            (PUBLIC_CA, ca, FileSpec::public()),
         ])
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::config::StandaloneConfig;
 use anyhow::{Context, Result, bail};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::path::Path;
 
 /// The control plane's name and address.
@@ -42,7 +42,7 @@ impl Identity {
         })?;
         let address = match cp.address {
             Some(a) => a,
-            None if live => detect_address()?,
+            None if live => crate::host::facts::detect_address()?,
             None => bail!("controlPlane.address must be set in the config when --root is not /"),
         };
         let mut dns_names = vec![hostname.clone()];
@@ -64,61 +64,9 @@ impl Identity {
     }
 }
 
-/// The IPv4 address of the interface that holds the default route, or the
-/// only non-loopback IPv4 address.
-pub fn detect_address() -> Result<IpAddr> {
-    let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
-    let default_iface = default_route_interface(&route);
-    let mut candidates: Vec<(String, Ipv4Addr)> = Vec::new();
-    for ifa in nix::ifaddrs::getifaddrs().context("listing network interfaces")? {
-        let Some(addr) = ifa.address.as_ref().and_then(|a| a.as_sockaddr_in()) else {
-            continue;
-        };
-        let ip = addr.ip();
-        if !ip.is_loopback() {
-            candidates.push((ifa.interface_name.clone(), ip));
-        }
-    }
-    if let Some(iface) = default_iface
-        && let Some((_, ip)) = candidates.iter().find(|(n, _)| *n == iface)
-    {
-        return Ok(IpAddr::V4(*ip));
-    }
-    match candidates.as_slice() {
-        [(_, ip)] => Ok(IpAddr::V4(*ip)),
-        [] => bail!(
-            "this host has no non-loopback IPv4 address; configure one, or set controlPlane.address in the config"
-        ),
-        many => bail!(
-            "cannot tell which address the control plane should use (no default route; addresses: {}); set controlPlane.address in the config",
-            many.iter()
-                .map(|(n, ip)| format!("{ip} on {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// The interface of the IPv4 default route in `/proc/net/route` text.
-fn default_route_interface(route: &str) -> Option<String> {
-    route.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 7 && f[1] == "00000000" && f[7] == "00000000").then(|| f[0].to_string())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_the_default_route_interface() {
-        let route = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
-                     eth0\t0000F00A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
-                     eth1\t00000000\t0100F00A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
-        assert_eq!(default_route_interface(route).as_deref(), Some("eth1"));
-        assert_eq!(default_route_interface("Iface\n"), None);
-    }
 
     #[test]
     fn config_values_win_and_names_are_collected() {

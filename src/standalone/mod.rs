@@ -172,7 +172,7 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
                     .map(String::as_str),
             );
         }
-        let facts = values::HostFacts::detect(&root);
+        let facts = crate::host::facts::HostFacts::detect(&root);
         let values = Arc::new(values::control_plane_values(
             config, &id, &facts, &passwords,
         )?);

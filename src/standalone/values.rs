@@ -5,87 +5,14 @@
 
 use super::identity::Identity;
 use crate::config::StandaloneConfig;
+use crate::host::facts::HostFacts;
 use crate::passwords::PasswordStore;
+use crate::paths::PUBLIC_CA;
 use crate::recipes::Values;
 use crate::recipes::compute_link::{ComputeLink, Interface};
 use crate::recipes::exports;
 use anyhow::Result;
 use std::collections::BTreeMap;
-use std::path::Path;
-
-/// Facts about the host that recipes depend on.
-#[derive(Debug, Clone)]
-pub struct HostFacts {
-    pub cpus: usize,
-    /// `kvm` or `qemu`.
-    pub virt_type: String,
-    /// Running in a container (cgroups are read-only for libvirt).
-    pub container: bool,
-    /// `system` when the kernel has the Open vSwitch module, else `netdev`.
-    pub ovs_datapath: String,
-}
-
-impl HostFacts {
-    /// The `host` values of recipes: this host's name, address and facts.
-    pub fn host_values(&self, hostname: &str, address: &str) -> BTreeMap<String, String> {
-        [
-            ("hostname", hostname),
-            ("address", address),
-            ("virtType", self.virt_type.as_str()),
-            ("container", if self.container { "true" } else { "false" }),
-            ("ovsDatapath", self.ovs_datapath.as_str()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-    }
-
-    /// Read the facts of the host under `root`.
-    pub fn detect(root: &Path) -> HostFacts {
-        let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default();
-        let cpus = cpuinfo
-            .lines()
-            .filter(|l| l.starts_with("processor"))
-            .count()
-            .max(1);
-        let hw_virt = cpuinfo
-            .lines()
-            .filter(|l| l.starts_with("flags"))
-            .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
-        let kvm = hw_virt && root.join("dev/kvm").exists();
-        let release = nix::sys::utsname::uname()
-            .map(|u| u.release().to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let ovs_module = root.join("sys/module/openvswitch").exists()
-            || module_file_exists(&root.join("lib/modules").join(&release));
-        HostFacts {
-            cpus,
-            virt_type: if kvm { "kvm" } else { "qemu" }.into(),
-            container: root.join("run/systemd/container").exists(),
-            ovs_datapath: if ovs_module { "system" } else { "netdev" }.into(),
-        }
-    }
-}
-
-/// Whether an `openvswitch.ko*` exists under the kernel's module tree.
-fn module_file_exists(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let p = e.path();
-        if p.is_dir() {
-            module_file_exists(&p)
-        } else {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("openvswitch.ko")
-        }
-    })
-}
-
-/// Where the CA certificate is readable by everyone on every host.
-pub const PUBLIC_CA: &str = "/etc/dcn/ca.crt";
 
 /// The control plane's `cp.*` values: what its own recipes and its
 /// exports are rendered with. The bundle export builds them the same way.

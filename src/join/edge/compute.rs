@@ -39,7 +39,7 @@ impl CertSource for NodeCerts {
 
     fn ca(&self, files: &Files) -> Result<String> {
         files
-            .read_string(crate::standalone::values::PUBLIC_CA)?
+            .read_string(crate::paths::PUBLIC_CA)?
             .context("the CA certificate is missing; join again")
     }
 }
@@ -57,7 +57,7 @@ pub fn deploy(
     let files = &host.files;
     files.ensure_dir(crate::paths::ETC_DIR, &FileSpec::public_dir())?;
     files.write(
-        crate::standalone::values::PUBLIC_CA,
+        crate::paths::PUBLIC_CA,
         bundle.trusted_pem().as_bytes(),
         &FileSpec::public(),
     )?;
@@ -69,7 +69,7 @@ pub fn deploy(
         .iter()
         .map(|s| s.service.clone())
         .collect();
-    let facts = crate::standalone::values::HostFacts::detect(files.root());
+    let facts = crate::host::facts::HostFacts::detect(files.root());
     let values = Arc::new(values(&bundle.manifest, creds, hostname, address, &facts)?);
     // The site config this node applied since it joined wins over the
     // bundle's (the control plane's at export): one writer per drop-in.
@@ -159,7 +159,7 @@ pub(crate) fn values(
     creds: &Credentials,
     hostname: &str,
     address: IpAddr,
-    facts: &crate::standalone::values::HostFacts,
+    facts: &crate::host::facts::HostFacts,
 ) -> Result<Values> {
     let cp = &manifest.control_plane;
     let export = |name: &str| {
@@ -174,7 +174,7 @@ pub(crate) fn values(
     let auth = (identity.as_str().trim_end_matches('/'))
         .trim_end_matches("/v3")
         .to_string();
-    let ca = crate::standalone::values::PUBLIC_CA;
+    let ca = crate::paths::PUBLIC_CA;
     let strings = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
         (pairs.iter())
             .map(|(k, val)| (k.to_string(), val.to_string()))

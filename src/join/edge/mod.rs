@@ -82,7 +82,7 @@ pub fn address(option: Option<IpAddr>, previous: Option<&Deployment>) -> Result<
     if let Some(d) = previous {
         return d.address.parse().context("the address of the earlier join");
     }
-    crate::standalone::identity::detect_address().context("pass --my-ip")
+    crate::host::facts::detect_address().context("pass --my-ip")
 }
 
 /// The edge preflight; errors stop the join (ports once joined are ours).
