@@ -12,10 +12,10 @@
 #[path = "../tests/support/join_server.rs"]
 mod join_server;
 
+use dcn::centre::sites::site_config::{Layer, Revision, resolve_layers, set};
+use dcn::centre::sites::{NodeRecord, NodeState, Registry};
 use dcn::config::{SiteConfig, parse_site_config, validate_text};
-use dcn::join::client::JoinClient;
-use dcn::sites::site_config::{Layer, Revision, resolve_layers, set};
-use dcn::sites::{NodeRecord, NodeState, Registry};
+use dcn::edge::join::client::JoinClient;
 use join_server::ControlPlane;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

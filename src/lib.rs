@@ -9,19 +9,19 @@
 //! a temporary root directory and a recording command runner.
 
 pub mod app;
-pub mod backup;
 pub mod bmc;
 pub mod bundle;
+pub mod centre;
 pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod deploy;
 pub mod deployment;
+pub mod edge;
 pub mod engine;
 pub mod host;
 pub mod image;
 pub mod ini;
-pub mod join;
 pub mod lab;
 pub mod logging;
 pub mod openstack;
@@ -33,13 +33,10 @@ pub mod preflight;
 pub mod recipes;
 pub mod reset;
 pub mod secrets;
-pub mod serve;
-pub mod site_deploy;
-pub mod sites;
-pub mod standalone;
 pub mod status;
 pub mod terminal_text;
 pub mod timefmt;
 pub mod tls;
 pub mod types;
+pub mod wire;
 pub mod yaml;

@@ -120,10 +120,10 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
     // Files dcn wrote for operators (not theirs, such as a site.yaml next to
     // them), then dcn's own state (secrets, CA, journal) last.
     for p in [
-        crate::standalone::finalize::CLOUDS_YAML,
-        crate::standalone::finalize::OPENRC,
+        crate::centre::standalone::finalize::CLOUDS_YAML,
+        crate::centre::standalone::finalize::OPENRC,
         crate::paths::PUBLIC_CA,
-        crate::standalone::finalize::ROOT_CLOUDS_YAML,
+        crate::centre::standalone::finalize::ROOT_CLOUDS_YAML,
         crate::host::apt::LOCAL_SOURCE_LIST,
         crate::paths::STATE_DIR,
     ] {

@@ -7,8 +7,8 @@
 //! with a message that names the problem, and a restore's check of it
 //! changes nothing on the host.
 
-use dcn::backup::archive::{self, Manifest};
-use dcn::backup::restore::{HostIdentity, Options, check};
+use dcn::centre::backup::archive::{self, Manifest};
+use dcn::centre::backup::restore::{HostIdentity, Options, check};
 use dcn::host::command::{Cmd, CmdOutput, Runner};
 use dcn::host::{FileSpec, Files, Host};
 use dcn::pki::{CertificateAuthority, Pin};
@@ -86,9 +86,9 @@ fn control_plane() -> ControlPlane {
 
 fn backup(cp: &ControlPlane, with_images: bool) -> PathBuf {
     let out = cp.dir.path().join("backup.tar.gz");
-    dcn::backup::create::backup(
+    dcn::centre::backup::create::backup(
         &cp.host,
-        &dcn::backup::create::Options {
+        &dcn::centre::backup::create::Options {
             output: out.clone(),
             with_images,
         },
@@ -418,7 +418,8 @@ fn a_restore_onto_the_wrong_host_or_over_another_cloud_is_refused_and_changes_no
     // The whole restore refuses as early, and leaves no staging behind.
     let e = format!(
         "{:#}",
-        dcn::backup::restore::restore(&host, &Identity("cp", "10.240.0.10"), &opts).unwrap_err()
+        dcn::centre::backup::restore::restore(&host, &Identity("cp", "10.240.0.10"), &opts)
+            .unwrap_err()
     );
     assert!(e.contains("another cloud"), "{e}");
     assert_eq!(tree(target.path()), with_other);

@@ -30,7 +30,7 @@ fn open_fds() -> u64 {
 fn out_of_descriptors_the_service_waits_quietly_and_recovers() {
     log::capture();
     let cp = ControlPlane::start(join_server::serve);
-    let client = dcn::join::client::JoinClient::new(&cp.endpoint, cp.ca.cert_pem()).unwrap();
+    let client = dcn::edge::join::client::JoinClient::new(&cp.endpoint, cp.ca.cert_pem()).unwrap();
     client.health().unwrap();
 
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();

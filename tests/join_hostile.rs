@@ -7,8 +7,8 @@
 #[path = "support/join_server.rs"]
 mod join_server;
 
-use dcn::join::client::JoinClient;
-use dcn::join::protocol::JoinRequest;
+use dcn::edge::join::client::JoinClient;
+use dcn::wire::JoinRequest;
 use join_server::{ControlPlane, log};
 
 /// What an attacker wants the operator to read as the service's own line.

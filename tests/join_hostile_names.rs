@@ -8,9 +8,9 @@
 #[path = "support/join_server.rs"]
 mod join_server;
 
-use dcn::join::client::{JoinClient, Refused};
-use dcn::join::protocol::{JoinRequest, prove};
-use dcn::sites::Registry;
+use dcn::centre::sites::Registry;
+use dcn::edge::join::client::{JoinClient, Refused};
+use dcn::wire::{JoinRequest, prove};
 use join_server::{ControlPlane, token};
 
 fn key() -> rcgen::KeyPair {
@@ -21,7 +21,7 @@ fn request(token: &dcn::bundle::JoinToken, hostname: &str, key: &rcgen::KeyPair)
     join_server::join_request(&token.expose_full(), hostname, key)
 }
 
-fn refusal(result: anyhow::Result<dcn::join::protocol::JoinReply>) -> String {
+fn refusal(result: anyhow::Result<dcn::wire::JoinReply>) -> String {
     let err = result.unwrap_err();
     let r = err
         .downcast_ref::<Refused>()

@@ -2,12 +2,12 @@
 //! in all, and each phase of a connection (TLS handshake, request headers,
 //! request body, the whole connection) under a time limit, so that idle or
 //! slow clients cannot keep others out. Short limits here; the defaults
-//! are `dcn::serve::Limits::default()`.
+//! are `dcn::centre::serve::Limits::default()`.
 
 #[path = "support/join_server.rs"]
 mod join_server;
 
-use dcn::serve::Limits;
+use dcn::centre::serve::Limits;
 use join_server::ControlPlane;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, TcpStream};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 fn service(limits: Limits) -> ControlPlane {
     ControlPlane::start(move |host, listen, accounts| {
-        let _ = dcn::serve::serve_with(host, listen, limits, accounts);
+        let _ = dcn::centre::serve::serve_with(host, listen, limits, accounts);
     })
 }
 

@@ -9,12 +9,12 @@
 mod join_server;
 
 use dcn::bundle::JoinToken;
-use dcn::join::client::{JoinClient, Refused};
-use dcn::join::protocol::JoinRequest;
+use dcn::centre::sites::Registry;
+use dcn::edge::join::client::{JoinClient, Refused};
 use dcn::passwords::PasswordStore;
 use dcn::pki::CertificateAuthority;
 use dcn::recipes::site_credentials::NodeAccount;
-use dcn::sites::Registry;
+use dcn::wire::JoinRequest;
 use join_server::{ControlPlane, token};
 
 fn control_plane() -> ControlPlane {
@@ -93,7 +93,7 @@ fn joins_and_refusals_over_https() {
     assert!(dcn::pki::verify_issued_by(cp.ca.cert_pem(), &reply.node_certificate).is_err());
     let admitted = cp
         .files
-        .read_string(dcn::sites::ovn_access::CLIENT_CAS)
+        .read_string(dcn::centre::sites::ovn_access::CLIENT_CAS)
         .unwrap()
         .unwrap();
     assert!(admitted.contains(node_ca.trim()));
@@ -175,7 +175,8 @@ fn the_service_only_talks_tls_with_its_ca_and_rate_limits() {
     // succeed), and said so with the way out.
     let err = stranger.health().unwrap_err();
     assert!(
-        err.downcast_ref::<dcn::join::client::Untrusted>().is_some(),
+        err.downcast_ref::<dcn::edge::join::client::Untrusted>()
+            .is_some(),
         "a client trusting another CA refuses the service: {err:#}"
     );
     assert!(format!("{err:#}").contains("dcn bundle export"), "{err:#}");

@@ -12,13 +12,13 @@
 #[path = "support/join_server.rs"]
 mod join_server;
 
+use dcn::centre::sites::Registry;
 use dcn::certs::authority::Authorities;
+use dcn::edge::join::client::{JoinClient, Refused};
 use dcn::host::{FileSpec, Files, Host, RecordingRunner};
-use dcn::join::client::{JoinClient, Refused};
-use dcn::join::protocol::CertificateCheck;
 use dcn::pki::split_pem;
 use dcn::pki::{CertInfo, Pin};
-use dcn::sites::Registry;
+use dcn::wire::CertificateCheck;
 use join_server::ControlPlane;
 use std::sync::Arc;
 
@@ -127,7 +127,7 @@ fn set_certificates(cp: &ControlPlane, yaml: &str) {
         .unwrap();
 }
 
-fn node_record(cp: &ControlPlane, name: &str) -> dcn::sites::NodeRecord {
+fn node_record(cp: &ControlPlane, name: &str) -> dcn::centre::sites::NodeRecord {
     Registry::new(&cp.files).node(name).unwrap().unwrap()
 }
 
@@ -135,7 +135,7 @@ fn node_record(cp: &ControlPlane, name: &str) -> dcn::sites::NodeRecord {
 fn admitted(cp: &ControlPlane) -> usize {
     let text = cp
         .files
-        .read_string(dcn::sites::ovn_access::CLIENT_CAS)
+        .read_string(dcn::centre::sites::ovn_access::CLIENT_CAS)
         .unwrap()
         .unwrap();
     split_pem(&text).len() - 1
@@ -163,7 +163,7 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     assert_eq!(admitted(&cp), 1);
 
     // Not due: a check reports the CAs the node trusts, renews nothing.
-    let done = dcn::join::node_cert::check_now(&node.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(&node.host, false).unwrap();
     assert_eq!(done.renewed, None);
     assert!(!done.trust_changed);
     let pin = Pin::of_cert_pem(cp.ca.cert_pem()).unwrap().to_string();
@@ -178,7 +178,7 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     // 3-minute certificate for the same key, from a CA of its own; the SB
     // admits both CAs (the open session's and the next one's).
     set_certificates(&cp, "  nodeLifetime: 3m\n  renewWhenLeft: 90%\n");
-    let done = dcn::join::node_cert::check_now(&node.host, true).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(&node.host, true).unwrap();
     let second = node.cert();
     assert_eq!(done.renewed.as_ref().unwrap().0, second.serial);
     assert_eq!(second.spki_public_key, first.spki_public_key);
@@ -214,7 +214,7 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     // Two seconds on, less than 90 % of it is left: the timer's check
     // renews it by itself.
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let done = dcn::join::node_cert::check_now(&node.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(&node.host, false).unwrap();
     assert!(done.renewed.is_some(), "a due certificate was not renewed");
     assert_ne!(node.cert().serial, second.serial);
 
@@ -223,14 +223,14 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     // not the one the node holds. At its next check the node is told so
     // and renews at once, whatever its certificate's dates.
     let now_held = node.cert().serial;
-    let restored = dcn::sites::NodeRecord {
+    let restored = dcn::centre::sites::NodeRecord {
         certificate: record.certificate.clone(),
         ovn_ca: record.ovn_ca.clone(),
         ..node_record(&cp, "node1")
     };
     Registry::new(&cp.files).save_node(&restored).unwrap();
     set_certificates(&cp, "  nodeLifetime: 3m\n");
-    let done = dcn::join::node_cert::check_now(&node.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(&node.host, false).unwrap();
     assert!(
         done.renewed.is_some(),
         "a node the centre has no record of renews"
@@ -319,7 +319,7 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     let behind = Node::join(&cp, "node2");
     let old_pin = Pin::of_cert_pem(cp.ca.cert_pem()).unwrap();
 
-    let started = dcn::certs::rotation::start(&centre).unwrap();
+    let started = dcn::centre::renewal::rotation::start(&centre).unwrap();
     assert!(started.created);
     let new_pin = started.pin.clone();
     // The control plane's services trust both at once.
@@ -334,10 +334,13 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
         2
     );
     // A second start carries on the same rotation.
-    assert_eq!(dcn::certs::rotation::start(&centre).unwrap().pin, new_pin);
+    assert_eq!(
+        dcn::centre::renewal::rotation::start(&centre).unwrap().pin,
+        new_pin
+    );
 
     // node1 checks: it trusts both, the new one first.
-    let done = dcn::join::node_cert::check_now(&moving.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(&moving.host, false).unwrap();
     assert!(done.trust_changed);
     let pins: Vec<String> = moving
         .trusted()
@@ -345,7 +348,7 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
         .map(|c| Pin::of_cert_pem(c).unwrap().to_string())
         .collect();
     assert_eq!(pins, [new_pin.clone(), old_pin.to_string()]);
-    let status = dcn::certs::rotation::status(&centre).unwrap();
+    let status = dcn::centre::renewal::rotation::status(&centre).unwrap();
     assert_eq!(
         (status.nodes_moved, status.nodes_not_moved),
         (vec!["node1".to_string()], vec!["node2".to_string()])
@@ -354,7 +357,7 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     // node2 has not: --finish names it and changes nothing.
     let e = format!(
         "{:#}",
-        dcn::certs::rotation::finish(&centre, false).unwrap_err()
+        dcn::centre::renewal::rotation::finish(&centre, false).unwrap_err()
     );
     assert!(e.contains("node2") && e.contains("--force"), "{e}");
     assert_eq!(
@@ -364,7 +367,7 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
 
     // Forced: the control plane's certificates come from the new CA, the
     // old CA is retired (certificate kept, key gone).
-    let finished = dcn::certs::rotation::finish(&centre, true).unwrap();
+    let finished = dcn::centre::renewal::rotation::finish(&centre, true).unwrap();
     assert_eq!(finished.pin, new_pin);
     assert_eq!(
         finished.retired.as_deref(),
@@ -384,14 +387,14 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
 
     // The running join service presents its new certificate: node1 (which
     // trusts both) gets through and is told to trust the new CA alone.
-    let done = dcn::join::node_cert::check_now(&moving.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(&moving.host, false).unwrap();
     assert!(done.trust_changed);
     assert_eq!(moving.trusted().len(), 1);
 
     // node2 trusts only the retired CA: it cannot check the service now.
     let e = format!(
         "{:#}",
-        dcn::join::node_cert::check_now(&behind.host, false).unwrap_err()
+        dcn::edge::join::node_cert::check_now(&behind.host, false).unwrap_err()
     );
     assert!(
         e.contains("UnknownIssuer") && e.contains("dcn node trust-ca --ca-pin"),
@@ -400,17 +403,18 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     // A wrong pin is refused, and changes nothing.
     let e = format!(
         "{:#}",
-        dcn::join::node_cert::trust_ca(&behind.host, &old_pin).unwrap_err()
+        dcn::edge::join::node_cert::trust_ca(&behind.host, &old_pin).unwrap_err()
     );
     assert!(e.contains("dcn ca status"), "{e}");
     assert_eq!(behind.trusted().len(), 1);
     // The pin from `dcn ca status` brings it back.
-    let done = dcn::join::node_cert::trust_ca(&behind.host, &new_pin.parse().unwrap()).unwrap();
+    let done =
+        dcn::edge::join::node_cert::trust_ca(&behind.host, &new_pin.parse().unwrap()).unwrap();
     assert!(done.trust_changed);
     assert_eq!(
         Pin::of_cert_pem(&behind.trusted()[0]).unwrap().to_string(),
         new_pin
     );
-    assert!(dcn::join::node_cert::check_now(&behind.host, false).is_ok());
+    assert!(dcn::edge::join::node_cert::check_now(&behind.host, false).is_ok());
     assert_eq!(node_record(&cp, "node2").trusted_cas, [new_pin]);
 }

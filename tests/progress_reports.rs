@@ -10,12 +10,12 @@
 #[path = "support/join_server.rs"]
 mod join_server;
 
-use dcn::join::client::JoinClient;
-use dcn::join::protocol::{JoinRequest, Phase, ProgressReport};
-use dcn::join::reporter::Reporter;
+use dcn::centre::sites::Registry;
+use dcn::centre::sites::progress::{self, ProgressRecord};
+use dcn::edge::join::client::JoinClient;
+use dcn::edge::join::reporter::Reporter;
 use dcn::secrets::Secret;
-use dcn::sites::Registry;
-use dcn::sites::progress::{self, ProgressRecord};
+use dcn::wire::{JoinRequest, Phase, ProgressReport};
 use join_server::{ControlPlane, token};
 use std::time::{Duration, Instant};
 

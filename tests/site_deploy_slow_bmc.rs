@@ -3,17 +3,17 @@
 //! own deadline (`--install-timeout`, `--join-timeout`), however slowly
 //! each BMC call is answered, because a call made inside a phase gets at
 //! most the time the phase has left. Driven through
-//! `dcn::site_deploy::node::run` on a temporary control-plane root: no lab.
+//! `dcn::centre::site_deploy::node::run` on a temporary control-plane root: no lab.
 //! And a node that says nothing after the deploy powered it on (a boot
 //! that hung) is powered on once more, and only once, before it fails.
 
 #[path = "support/hostile_bmc.rs"]
 mod hostile_bmc;
 
+use dcn::centre::site_deploy::node::{self, Limits, NodeRun, NodeTarget, Outcome};
+use dcn::centre::site_deploy::plan::Start;
+use dcn::centre::sites::progress::{self, Phase};
 use dcn::host::Files;
-use dcn::site_deploy::node::{self, Limits, NodeRun, NodeTarget, Outcome};
-use dcn::site_deploy::plan::Start;
-use dcn::sites::progress::{self, Phase};
 use hostile_bmc::{Answer, HostileBmc, PASSWORD, SYSTEM};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -92,7 +92,7 @@ fn failed(r: &NodeRun) -> (&str, &str) {
 /// The installer reported the disk written after the deploy's insert.
 fn disk_written(files: &Files) {
     progress::record_at_centre(files, SITE, HOST, Phase::MediaInserted, Some("Cd"), &[]).unwrap();
-    let lock = dcn::sites::Registry::new(files).lock().unwrap();
+    let lock = dcn::centre::sites::Registry::new(files).lock().unwrap();
     let store = progress::ProgressStore::new(files);
     let mut rec = progress::read(files, HOST).unwrap().unwrap();
     rec.apply(Phase::DiskWritten, None, &[], SystemTime::now());
@@ -230,7 +230,7 @@ fn age_each_power_on(
                 && powered_on(&rec) > seen
                 && rec.current().is_some_and(|e| e.phase == Phase::PoweredOn)
             {
-                let lock = dcn::sites::Registry::new(&files).lock().unwrap();
+                let lock = dcn::centre::sites::Registry::new(&files).lock().unwrap();
                 let mut rec = progress::read(&files, HOST).unwrap().unwrap();
                 seen = powered_on(&rec);
                 rec.updated_at =

@@ -239,17 +239,20 @@ fn site_deploy_password_and_ca_files() {
                 ),
             )
             .unwrap();
-            let opts = dcn::site_deploy::DeployOptions {
+            let opts = dcn::centre::site_deploy::DeployOptions {
                 inventory,
                 nodes: Vec::new(),
                 parallel: 1,
-                limits: dcn::site_deploy::node::Limits {
+                limits: dcn::centre::site_deploy::node::Limits {
                     install: Duration::from_secs(5),
                     join: Duration::from_secs(5),
                     poll: Duration::from_millis(100),
                 },
             };
-            format!("{:#}", dcn::site_deploy::run(&host, &opts).unwrap_err())
+            format!(
+                "{:#}",
+                dcn::centre::site_deploy::run(&host, &opts).unwrap_err()
+            )
         };
         for (i, special) in Special::ALL.into_iter().enumerate() {
             let bad = dir.path().join(format!("pw-{i}"));
@@ -273,7 +276,7 @@ fn join_bundle() {
         for (path, why) in special_files(dir.path(), MIB) {
             let root = tempfile::tempdir().unwrap();
             let host = dcn::host::Host::system(root.path(), false);
-            let opts = dcn::join::JoinOptions {
+            let opts = dcn::edge::join::JoinOptions {
                 bundle: path,
                 ca_pin: None,
                 hostname: Some("n1".into()),
@@ -282,7 +285,7 @@ fn join_bundle() {
                 packages: "mirror".parse().unwrap(),
                 ignore_preflight: Vec::new(),
             };
-            let Err(e) = dcn::join::join(&host, &opts) else {
+            let Err(e) = dcn::edge::join::join(&host, &opts) else {
                 panic!("{why}: joined");
             };
             let e = format!("{e:#}");

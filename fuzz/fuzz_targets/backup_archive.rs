@@ -14,9 +14,9 @@ use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = dcn::backup::archive::read_stream(data, None, None);
+    let _ = dcn::centre::backup::archive::read_stream(data, None, None);
     let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
     gz.write_all(data).expect("writing to a Vec");
     let compressed = gz.finish().expect("writing to a Vec");
-    let _ = dcn::backup::archive::read_stream(compressed.as_slice(), None, None);
+    let _ = dcn::centre::backup::archive::read_stream(compressed.as_slice(), None, None);
 });

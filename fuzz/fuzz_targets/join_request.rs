@@ -12,8 +12,8 @@ use dcn::host::{FileSpec, Files, Host};
 use dcn::pki::CertificateAuthority;
 use dcn::recipes::site_credentials::NodeAccount;
 use dcn::secrets::{PasswordStore, Secret};
-use dcn::sites::accounts::NodeAccounts;
-use dcn::sites::{Registry, Site, TokenRecord};
+use dcn::centre::sites::accounts::NodeAccounts;
+use dcn::centre::sites::{Registry, Site, TokenRecord};
 use dcn::timefmt::rfc3339;
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
@@ -24,7 +24,7 @@ const TOKEN: &str = "fuzzed.abcdefghijklmnopqrstuvwxyz012345";
 
 struct Counted;
 
-impl dcn::sites::reserved::ComputeHosts for Counted {
+impl dcn::centre::sites::reserved::ComputeHosts for Counted {
     fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
         Ok(hostname == "cp")
     }
@@ -85,14 +85,14 @@ fn control_plane() -> &'static (tempfile::TempDir, Host) {
     })
 }
 
-fn challenges() -> &'static dcn::serve::Challenges {
-    static C: OnceLock<dcn::serve::Challenges> = OnceLock::new();
-    C.get_or_init(dcn::serve::Challenges::new)
+fn challenges() -> &'static dcn::centre::serve::Challenges {
+    static C: OnceLock<dcn::centre::serve::Challenges> = OnceLock::new();
+    C.get_or_init(dcn::centre::serve::Challenges::new)
 }
 
 fuzz_target!(|data: &[u8]| {
     let (_, host) = control_plane();
-    let answer = dcn::serve::answer_join(host, &Counted, challenges(), data);
+    let answer = dcn::centre::serve::answer_join(host, &Counted, challenges(), data);
     assert!((200..600).contains(&answer.status));
     assert!(!answer.note.contains('\n'), "a log line stays one line");
 });

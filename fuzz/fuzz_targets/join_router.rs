@@ -9,7 +9,7 @@
 #![no_main]
 
 use dcn::types::NodeName;
-use dcn::serve::routes::Route;
+use dcn::centre::serve::routes::Route;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

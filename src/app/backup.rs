@@ -18,7 +18,7 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
     }) = args.command
     {
         let pin = ca_pin.map(|p| p.parse()).transpose()?;
-        let v = crate::backup::archive::read(&file, None, pin.as_ref())?;
+        let v = crate::centre::backup::archive::read(&file, None, pin.as_ref())?;
         let m = &v.manifest;
         match output {
             OutputFormat::Json => println!("{}", serde_json::to_string_pretty(m)?),
@@ -38,7 +38,7 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = if args.scheduled {
-        match crate::backup::schedule::run(&host)? {
+        match crate::centre::backup::schedule::run(&host)? {
             None => {
                 println!("Scheduled backups are off (backup.schedule in the config).");
                 return Ok(ExitCode::SUCCESS);
@@ -54,9 +54,9 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
         let output = args.output.context(
             "say where the archive goes: --output FILE (it holds every secret of the cloud: keep it where only you can read it)",
         )?;
-        crate::backup::create::backup(
+        crate::centre::backup::create::backup(
             &host,
-            &crate::backup::create::Options {
+            &crate::centre::backup::create::Options {
                 output,
                 with_images: args.with_images,
             },
@@ -83,10 +83,10 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
 pub(super) fn restore(args: RestoreArgs) -> Result<ExitCode> {
     let host = Host::system("/", false);
     let ca_pin = args.ca_pin.map(|p| p.parse()).transpose()?;
-    let report = crate::backup::restore::restore(
+    let report = crate::centre::backup::restore::restore(
         &host,
-        &crate::backup::restore::LiveHost,
-        &crate::backup::restore::Options {
+        &crate::centre::backup::restore::LiveHost,
+        &crate::centre::backup::restore::Options {
             archive: args.file,
             ca_pin,
             ignore_preflight: args.ignore_preflight_errors,

@@ -15,9 +15,9 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
             output,
         } => {
             let host = crate::host::Host::system("/", false);
-            let e = crate::sites::export::export(
+            let e = crate::centre::sites::export::export(
                 &host,
-                &crate::sites::export::ExportOptions {
+                &crate::centre::sites::export::ExportOptions {
                     site: site.clone(),
                     ttl,
                     max_uses,

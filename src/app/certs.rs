@@ -12,7 +12,8 @@ pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
     let host = Host::system("/", false);
     match cmd {
         CertCommand::List { output } => {
-            let rows = crate::certs::inventory::list(&host.files, std::time::SystemTime::now())?;
+            let rows =
+                crate::status::certificates::list(&host.files, std::time::SystemTime::now())?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
                 OutputFormat::Text => {
@@ -48,7 +49,7 @@ pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
                 "dcn has set up nothing on this host: run `dcn standalone init` or `dcn join`",
             )?;
             if deployment.roles.iter().any(|r| r == "controller") {
-                let run = crate::certs::renew::renew(&host, force)?;
+                let run = crate::centre::renewal::renew::renew(&host, force)?;
                 if run.issued.is_empty() {
                     println!("No certificate of the control plane is due.");
                 }
@@ -72,7 +73,7 @@ pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
                     );
                 }
             } else {
-                let done = crate::join::node_cert::check_now(&host, force)?;
+                let done = crate::edge::join::node_cert::check_now(&host, force)?;
                 match &done.renewed {
                     Some((serial, until)) => println!(
                         "Renewed this node's certificate: serial {serial}, valid until {until}."
@@ -94,7 +95,7 @@ pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
     let host = Host::system("/", false);
     match cmd {
         CaCommand::Status { output } => {
-            let s = crate::certs::rotation::status(&host)?;
+            let s = crate::centre::renewal::rotation::status(&host)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&s)?),
                 OutputFormat::Text => {
@@ -125,7 +126,7 @@ pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
             }
         }
         CaCommand::Rotate { finish: false, .. } => {
-            let s = crate::certs::rotation::start(&host)?;
+            let s = crate::centre::renewal::rotation::start(&host)?;
             if s.created {
                 println!(
                     "Made a new CA (pin {}), trusted beside the one in service.",
@@ -145,7 +146,7 @@ pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
             finish: true,
             force,
         } => {
-            let f = crate::certs::rotation::finish(&host, force)?;
+            let f = crate::centre::renewal::rotation::finish(&host, force)?;
             println!(
                 "The CA with pin {} is in service; {} certificate(s) of the control plane reissued by it.",
                 f.pin,

@@ -5,7 +5,8 @@ use crate::bmc::{ImageServeOptions, ImageServerLimits};
 use crate::cli::OutputFormat;
 use crate::cli::bmc::ImageServeArgs;
 use crate::cli::image::{ImageCommand, InstallArgs};
-use crate::image::{build, embed, install};
+use crate::edge::install;
+use crate::image::{build, embed};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 

@@ -14,9 +14,9 @@ pub(super) fn join(args: JoinArgs) -> Result<ExitCode> {
         .context("--ca-pin")?;
     let host = crate::host::Host::system("/", false);
     let started = std::time::Instant::now();
-    let report = crate::join::join(
+    let report = crate::edge::join::join(
         &host,
-        &crate::join::JoinOptions {
+        &crate::edge::join::JoinOptions {
             bundle: args.bundle,
             ca_pin,
             hostname: args.hostname,

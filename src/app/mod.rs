@@ -34,7 +34,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lab(cmd) => lab::lab(cmd),
         Command::Join(args) => join::join(args),
         Command::Serve => {
-            crate::serve::run(crate::host::Host::system("/", false))?;
+            crate::centre::serve::run(crate::host::Host::system("/", false))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Site(cmd) => sites::site(cmd),

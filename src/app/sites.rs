@@ -10,7 +10,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
     let host = crate::host::Host::system("/", false);
     match cmd {
         SiteCommand::List { output } => {
-            let sites = crate::sites::admin::list_sites(&host)?;
+            let sites = crate::centre::sites::admin::list_sites(&host)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&sites)?),
                 OutputFormat::Text => {
@@ -39,20 +39,21 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             }
         }
         SiteCommand::Status { site, output } => {
-            let status = crate::sites::admin::site_status_with_health(&host, site.as_str())?;
+            let status =
+                crate::centre::sites::admin::site_status_with_health(&host, site.as_str())?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
                 OutputFormat::Text => print!("{status}"),
             }
         }
         SiteCommand::Deploy(args) => {
-            let report = crate::site_deploy::run(
+            let report = crate::centre::site_deploy::run(
                 &host,
-                &crate::site_deploy::DeployOptions {
+                &crate::centre::site_deploy::DeployOptions {
                     inventory: args.inventory,
                     nodes: args.nodes,
                     parallel: args.parallel as usize,
-                    limits: crate::site_deploy::node::Limits {
+                    limits: crate::centre::site_deploy::node::Limits {
                         install: args.install_timeout,
                         join: args.join_timeout,
                         poll: std::time::Duration::from_secs(5),
@@ -74,9 +75,9 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             output,
         } => {
             let Some(file) = file else {
-                let registry = crate::sites::Registry::new(&host.files);
+                let registry = crate::centre::sites::Registry::new(&host.files);
                 registry.active_site(site.as_str())?;
-                let current = crate::sites::site_config::current(&registry, &site)?;
+                let current = crate::centre::sites::site_config::current(&registry, &site)?;
                 match output {
                     OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&current)?),
                     OutputFormat::Text => print!(
@@ -98,14 +99,14 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
                     new.site
                 );
             }
-            let change = crate::sites::site_config::set(&host.files, new, dry_run)?;
+            let change = crate::centre::sites::site_config::set(&host.files, new, dry_run)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&change)?),
                 OutputFormat::Text => print!("{change}"),
             }
         }
         SiteCommand::Revoke { site } => {
-            crate::sites::admin::revoke_site(&host, site.as_str())?;
+            crate::centre::sites::admin::revoke_site(&host, site.as_str())?;
             println!(
                 "Site {site} revoked: its RabbitMQ and keystone users and its tokens are gone; its hosts can no longer reach the control plane. `dcn bundle export --site {site}` re-admits it with new credentials."
             );
@@ -115,11 +116,11 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
 }
 
 pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
-    use crate::sites::admin::Removed;
+    use crate::centre::sites::admin::Removed;
     let host = crate::host::Host::system("/", false);
     match cmd {
         NodeCommand::List { output } => {
-            let nodes = crate::sites::admin::list_nodes_with_health(&host)?;
+            let nodes = crate::centre::sites::admin::list_nodes_with_health(&host)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
                 OutputFormat::Text => {
@@ -159,13 +160,13 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             }
         }
         NodeCommand::Show { hostname, output } => {
-            let view = crate::sites::site_config::node_view(&host.files, &hostname)?;
+            let view = crate::centre::sites::site_config::node_view(&host.files, &hostname)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&view)?),
                 OutputFormat::Text => print!("{view}"),
             }
         }
-        NodeCommand::SyncConfig => match crate::join::config_sync::sync(&host)? {
+        NodeCommand::SyncConfig => match crate::edge::join::config_sync::sync(&host)? {
             None => println!(
                 "a dcn join is running on this host; the next sync applies the site config"
             ),
@@ -201,7 +202,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
         },
         NodeCommand::TrustCa { ca_pin } => {
             let pin: crate::pki::Pin = ca_pin.parse()?;
-            let done = crate::join::node_cert::trust_ca(&host, &pin)?;
+            let done = crate::edge::join::node_cert::trust_ca(&host, &pin)?;
             println!(
                 "This node trusts the control plane's CAs again{}.",
                 match &done.renewed {
@@ -213,7 +214,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             );
         }
         NodeCommand::Remove { hostname } => {
-            match crate::sites::admin::remove_node(&host, &hostname)? {
+            match crate::centre::sites::admin::remove_node(&host, &hostname)? {
                 Removed::Node => println!(
                     "Removed {hostname}: its compute service, resource provider and aggregate membership are gone."
                 ),

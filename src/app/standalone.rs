@@ -14,16 +14,16 @@ fn load_config(path: Option<&std::path::Path>) -> Result<crate::config::Standalo
 }
 
 pub(super) fn standalone_init(args: InitArgs) -> Result<ExitCode> {
-    use crate::standalone::PhaseName;
+    use crate::centre::standalone::PhaseName;
     let config = load_config(args.config.as_deref())?;
     let until = args.phase.0;
     let ignore_preflight = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
     let host = crate::host::Host::system(&args.root, args.dry_run);
     let started = std::time::Instant::now();
-    let report = crate::standalone::init(
+    let report = crate::centre::standalone::init(
         &config,
         &host,
-        &crate::standalone::InitOptions {
+        &crate::centre::standalone::InitOptions {
             until,
             ignore_preflight,
         },
@@ -71,8 +71,8 @@ pub(super) fn standalone_init(args: InitArgs) -> Result<ExitCode> {
     if until == PhaseName::Finalize {
         println!(
             "Credentials: {} (0600), {}",
-            crate::standalone::finalize::CLOUDS_YAML,
-            crate::standalone::finalize::OPENRC
+            crate::centre::standalone::finalize::CLOUDS_YAML,
+            crate::centre::standalone::finalize::OPENRC
         );
         println!(
             "Logs: journalctl -u <unit>, and /var/log/{{keystone,nova,neutron,glance,placement}}/"

@@ -70,7 +70,7 @@ pub struct EmbedArgs {
 #[derive(Debug, Args)]
 pub struct InstallArgs {
     /// The boot medium: the mounted live medium (a directory), an ISO file or a device
-    #[arg(long, value_name = "PATH", default_value = crate::image::install::DEFAULT_MEDIUM)]
+    #[arg(long, value_name = "PATH", default_value = crate::edge::install::DEFAULT_MEDIUM)]
     pub medium: PathBuf,
     /// Also show progress on this console (repeatable: /dev/tty1, /dev/ttyS0)
     #[arg(long, value_name = "DEVICE")]

@@ -1,6 +1,6 @@
 //! clap definitions of `dcn standalone init`, with its `--phase` values.
 
-use crate::standalone::PhaseName;
+use crate::centre::standalone::PhaseName;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! with per-node overrides. Keys are the catalogue's edge config keys
 //! (`novaCompute`, …); INI text is checked when the file is read, so an
 //! invalid file is refused before anything changes. Resolved per node as
-//! node > site > control plane by [`crate::sites::site_config`].
+//! node > site > control plane by [`crate::centre::sites::site_config`].
 
 use super::ApiVersion;
 use crate::types::{IniText, NodeName, SiteName};

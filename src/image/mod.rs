@@ -6,18 +6,17 @@
 //! - [`iso9660`] and [`payload`]: the ISO's zero-filled payload area
 //!   (`dcn/payload.bin`) and the framed bundle + `NodeConfig` written in it;
 //! - [`embed`]: `dcn image embed` and `dcn image show`;
-//! - [`install`]: `dcn install`, run by the live system: disk, OS,
-//!   bootloader, node settings, and the first-boot unit that runs
-//!   `dcn join` ([`firstboot`]).
+//! - [`mounts`]: what is mounted while an image is built or installed.
+//!
+//! The installer that runs on the edge from this image (`dcn install`) is
+//! the edge's: `crate::edge::install`.
 //!
 //! `docs/image.md` is the operator's guide and the format's description.
 
 pub mod build;
 pub mod embed;
-pub mod firstboot;
-pub mod install;
 pub mod iso9660;
-mod mounts;
+pub mod mounts;
 mod output;
 pub mod payload;
 pub mod recipe;

@@ -84,20 +84,24 @@ fn assert_rendered(files: &BTreeMap<String, String>, what: &str) {
 fn every_control_plane_recipe_renders_with_the_control_plane_values() {
     let recipes = Recipes::embedded().unwrap();
     let config = crate::config::StandaloneConfig::default();
-    let id = crate::standalone::identity::Identity {
+    let id = crate::centre::control_plane::identity::Identity {
         hostname: "cp".into(),
         address: "10.240.0.10".parse().unwrap(),
         dns_names: vec!["cp".into()],
     };
     let mut passwords = crate::passwords::PasswordStore::default();
     passwords.ensure(
-        crate::standalone::secrets::control_plane_passwords()
+        crate::centre::standalone::secrets::control_plane_passwords()
             .iter()
             .map(String::as_str),
     );
-    let values =
-        crate::standalone::values::control_plane_values(&config, &id, &facts(), &passwords)
-            .unwrap();
+    let values = crate::centre::control_plane::values::control_plane_values(
+        &config,
+        &id,
+        &facts(),
+        &passwords,
+    )
+    .unwrap();
     let files = render(&recipes, &["controller", "compute"], values);
     assert_rendered(&files, "control plane");
     for path in [
@@ -113,8 +117,8 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
 fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     let recipes = Recipes::embedded().unwrap();
     let manifest = super::tests::sample_manifest(&recipes, &BTreeMap::new());
-    let creds = crate::join::edge::Credentials::sample(&recipes, "edge1", "edge1-n1");
-    let values = crate::join::edge::values(
+    let creds = crate::edge::join::edge::Credentials::sample(&recipes, "edge1", "edge1-n1");
+    let values = crate::edge::join::edge::values(
         &manifest,
         &creds,
         "edge1-n1",

@@ -1,7 +1,7 @@
 //! What every node of a site gets when it joins, as the edge role's recipes
 //! declare it (`siteCredentials:`): RabbitMQ and keystone users of its own,
 //! and control-plane secrets both sides must share. The join service
-//! provisions each by its kind (`crate::sites::accounts`) and replies with
+//! provisions each by its kind (`crate::centre::sites::accounts`) and replies with
 //! them by name; the edge renders `{{ user.<name> }}` and
 //! `{{ password.<name> }}` with them. An edge service that needs a user of
 //! its own is a recipe change only.

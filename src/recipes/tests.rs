@@ -14,7 +14,7 @@ pub(super) fn sample_manifest(
         site: None,
     };
     let now = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
-    crate::sites::export::manifest(
+    crate::centre::sites::export::manifest(
         recipes,
         "edge1",
         &deployment,
@@ -271,7 +271,8 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     let accounts = RecordingAccounts::default();
     let mut shared = crate::passwords::PasswordStore::default();
     shared.ensure(["metadata_secret"]);
-    let given = crate::sites::accounts::grant(&accounts, &recipes, &shared, "edge1-n1").unwrap();
+    let given =
+        crate::centre::sites::accounts::grant(&accounts, &recipes, &shared, "edge1-n1").unwrap();
     let cinder = crate::recipes::site_credentials::NodeAccount::Keystone {
         username: "dcn-cinder-edge1-n1".into(),
     };
@@ -280,12 +281,12 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         given["cinder_service"].username.as_deref(),
         Some("dcn-cinder-edge1-n1")
     );
-    let creds = crate::join::edge::Credentials {
+    let creds = crate::edge::join::edge::Credentials {
         site: "edge1".into(),
         node_secret: crate::secrets::Secret::new("n"),
         credentials: given.clone(),
     };
-    let values = crate::join::edge::values(
+    let values = crate::edge::join::edge::values(
         &manifest,
         &creds,
         "edge1-n1",
@@ -353,13 +354,13 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
 #[derive(Debug, Default)]
 struct RecordingAccounts(std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>);
 
-impl crate::sites::reserved::ComputeHosts for RecordingAccounts {
+impl crate::centre::sites::reserved::ComputeHosts for RecordingAccounts {
     fn is_compute_host(&self, _: &str) -> Result<bool> {
         Ok(false)
     }
 }
 
-impl crate::sites::accounts::NodeAccounts for RecordingAccounts {
+impl crate::centre::sites::accounts::NodeAccounts for RecordingAccounts {
     fn ensure(
         &self,
         _: &str,

@@ -9,13 +9,13 @@
 #![allow(dead_code)]
 
 use dcn::bundle::JoinToken;
+use dcn::centre::sites::accounts::NodeAccounts;
+use dcn::centre::sites::{Registry, Site, TokenRecord};
 use dcn::host::{FileSpec, Files, Host};
 use dcn::passwords::PasswordStore;
 use dcn::pki::CertificateAuthority;
 use dcn::recipes::site_credentials::NodeAccount;
 use dcn::secrets::Secret;
-use dcn::sites::accounts::NodeAccounts;
-use dcn::sites::{Registry, Site, TokenRecord};
 use dcn::timefmt::rfc3339;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -49,7 +49,7 @@ impl Default for Accounts {
     }
 }
 
-impl dcn::sites::reserved::ComputeHosts for Accounts {
+impl dcn::centre::sites::reserved::ComputeHosts for Accounts {
     fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
         Ok(self
             .compute_hosts
@@ -115,18 +115,14 @@ pub fn token(reg: &Registry, site: &str, ttl: i64, max_uses: u32) -> JoinToken {
 
 /// A join request for `hostname` with `token` (`<id>.<secret>`), whose CSR
 /// is for `key`, without a proof of the key.
-pub fn join_request(
-    token: &str,
-    hostname: &str,
-    key: &rcgen::KeyPair,
-) -> dcn::join::protocol::JoinRequest {
+pub fn join_request(token: &str, hostname: &str, key: &rcgen::KeyPair) -> dcn::wire::JoinRequest {
     let csr = rcgen::CertificateParams::new(vec![hostname.to_string()])
         .unwrap()
         .serialize_request(key)
         .unwrap()
         .pem()
         .unwrap();
-    dcn::join::protocol::JoinRequest {
+    dcn::wire::JoinRequest {
         token: token.into(),
         hostname: hostname.into(),
         address: "10.240.1.10".into(),
@@ -143,7 +139,12 @@ pub fn node_key() -> rcgen::KeyPair {
 
 /// The join service with default limits.
 pub fn serve(host: Host, listen: SocketAddr, accounts: Arc<dyn NodeAccounts>) {
-    let _ = dcn::serve::serve_with(host, listen, dcn::serve::Limits::default(), accounts);
+    let _ = dcn::centre::serve::serve_with(
+        host,
+        listen,
+        dcn::centre::serve::Limits::default(),
+        accounts,
+    );
 }
 
 impl ControlPlane {

@@ -183,7 +183,7 @@ fn install(runner: &dyn Runner, files: &Files) -> Result<()> {
 /// credentials.
 fn gather(runner: &dyn Runner, files: &Files) -> Result<CloudFacts> {
     let openrc = files
-        .read_secret(crate::standalone::finalize::OPENRC)?
+        .read_secret(crate::centre::standalone::finalize::OPENRC)?
         .context("the control plane has no admin-openrc: is `dcn standalone init` finished?")?;
     let var = |name: &str| -> Result<String> {
         openrc

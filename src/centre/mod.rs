@@ -1,0 +1,14 @@
+//! The control plane's side: what runs on the lab server that edges join.
+//! It installs the control plane ([`standalone`]), serves joins, config and
+//! certificates to edges ([`serve`]), keeps the registry of sites and nodes
+//! and their accounts ([`sites`]), deploys sites from their BMCs
+//! ([`site_deploy`]), backs itself up and restores ([`backup`]), and renews
+//! its certificates ([`renewal`]). Nothing here is used by `crate::edge`.
+
+pub mod backup;
+pub mod control_plane;
+pub mod renewal;
+pub mod serve;
+pub mod site_deploy;
+pub mod sites;
+pub mod standalone;

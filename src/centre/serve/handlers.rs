@@ -1,0 +1,381 @@
+//! What the join service does for each request (blocking code, run off the
+//! async reactor): check the token, sign the node's CSR, record the node,
+//! give it accounts of its own; report a node's state.
+
+use super::challenge::Challenges;
+use crate::bundle::JoinToken;
+use crate::centre::sites::accounts::NodeAccounts;
+use crate::centre::sites::progress::{Phase, ProgressStore};
+use crate::centre::sites::{
+    NodeRecord, NodeState, Registry, Site, TokenRecord, ovn_access, provision,
+};
+use crate::host::Host;
+use crate::passwords::PasswordStore;
+use crate::secrets::random_string;
+use crate::timefmt::{parse_rfc3339, rfc3339, rough};
+use crate::wire::{ErrorReply, JoinReply, JoinRequest, NodeStatus};
+use sha2::{Digest, Sha256};
+use std::time::SystemTime;
+
+/// A refusal: HTTP status, reason and message.
+pub struct Refusal {
+    pub status: u16,
+    pub reply: ErrorReply,
+}
+
+pub(super) fn refuse(status: u16, error: &str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        reply: ErrorReply {
+            error: error.into(),
+            message: message.into(),
+        },
+    }
+}
+
+pub(super) fn internal(e: anyhow::Error) -> Refusal {
+    tracing::error!("join service error: {e:#}");
+    refuse(
+        500,
+        "internal",
+        "the join service failed; see `journalctl -u dcn-join` on the control plane",
+    )
+}
+
+pub(super) fn hash(secret: &str) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(secret.as_bytes())))
+}
+
+/// The record of a presented join token and its site, if the token is
+/// one this control plane issued, for a site that is active (and was not
+/// re-admitted since), and has not expired. (Its uses are the caller's
+/// business.)
+pub(super) fn valid_token(
+    registry: &Registry,
+    token: &JoinToken,
+    now: SystemTime,
+) -> Result<(TokenRecord, Site), Refusal> {
+    let Some(record) = registry.token(&token.id).map_err(internal)? else {
+        // Unknown: never issued here (or removed by hand).
+        return Err(refuse(
+            401,
+            "token-unknown",
+            "the control plane does not know this join token: was the bundle exported from this control plane?",
+        ));
+    };
+    if record.hash != token.hash() {
+        return Err(refuse(
+            401,
+            "token-unknown",
+            "the join token does not match the one the control plane issued",
+        ));
+    }
+    // Tokens issued before a revocation stay dead when the site is
+    // re-admitted (which re-creates it).
+    let site = match registry.site(&record.site).map_err(internal)? {
+        Some(s) if s.revoked_at.is_none() && record.created_at >= s.created_at => s,
+        _ => {
+            return Err(refuse(
+                401,
+                "site-revoked",
+                format!("site {} was revoked on the control plane", record.site),
+            ));
+        }
+    };
+    let not_after = parse_rfc3339(&record.not_after).map_err(internal)?;
+    if now > not_after {
+        let ago = rough(now.duration_since(not_after).unwrap_or_default());
+        return Err(refuse(
+            401,
+            "token-expired",
+            format!(
+                "the join token expired {ago} ago; run `dcn bundle export --site {}` on the control plane",
+                record.site
+            ),
+        ));
+    }
+    Ok((record, site))
+}
+
+/// `POST /v2/join`.
+pub fn join(
+    host: &Host,
+    accounts: &dyn NodeAccounts,
+    challenges: &Challenges,
+    req: &JoinRequest,
+) -> Result<JoinReply, Refusal> {
+    let token: JoinToken = req.token.parse().map_err(|e| {
+        refuse(
+            401,
+            "token-unknown",
+            format!("the join token is malformed ({e}); export a fresh bundle"),
+        )
+    })?;
+    let hostname: crate::types::NodeName = req
+        .hostname
+        .parse()
+        .map_err(|e| refuse(400, "bad-request", e))?;
+    let address: std::net::IpAddr = req.address.parse().map_err(|_| {
+        refuse(
+            400,
+            "bad-request",
+            format!("{:?} is not an IP address", req.address),
+        )
+    })?;
+    let registry = Registry::new(&host.files);
+    let lock = registry.lock().map_err(internal)?;
+    let now = SystemTime::now();
+    let (mut record, site) = valid_token(&registry, &token, now)?;
+    // The node's certificate, from a CA made for it alone (the SB trusts
+    // that CA while the node is a member). The CSR's signature proves the
+    // requester holds the key.
+    let policy = node_policy(host)?;
+    let issued =
+        ovn_access::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
+            refuse(
+                400,
+                "bad-request",
+                format!("the certificate signing request is not usable: {e:#}"),
+            )
+        })?;
+    // A known host may join again (an interrupted join running again, with
+    // the key it kept) without spending a use; anyone else naming it is
+    // refused, whatever the token allows.
+    let existing = registry.node(hostname.as_str()).map_err(internal)?;
+    match &existing {
+        Some(n) if n.site != site.name => {
+            return Err(refuse(
+                409,
+                "node-in-other-site",
+                format!(
+                    "host {hostname} is a node of site {}; remove it there first (`dcn node remove {hostname}` on the control plane)",
+                    n.site
+                ),
+            ));
+        }
+        Some(n) if n.key_pin.as_deref() == Some(issued.key_pin.as_str()) => {}
+        Some(_) => {
+            return Err(refuse(
+                409,
+                "node-exists",
+                format!(
+                    "host {hostname} already joined site {} with another key; if it was reinstalled, run `dcn node remove {hostname}` on the control plane, then join again",
+                    site.name
+                ),
+            ));
+        }
+        None if record.uses >= record.max_uses => {
+            return Err(refuse(
+                401,
+                "token-used-up",
+                format!(
+                    "the join token was used {} time(s), its maximum; run `dcn bundle export --site {}` for another",
+                    record.uses, site.name
+                ),
+            ));
+        }
+        None => {}
+    }
+    // Not the control plane's name, nor a compute host of anything else.
+    if let Some(why) = crate::centre::sites::reserved::refusal(
+        &host.files,
+        accounts,
+        &site.name,
+        hostname.as_str(),
+    )
+    .map_err(internal)?
+    {
+        return Err(refuse(403, "name-reserved", why));
+    }
+    // Whoever sends a proof must hold the CSR's key now; a host that joined
+    // before must send one (its CSR alone may have been seen by anyone).
+    match &req.proof {
+        Some(_) if !issued.p256 => {
+            return Err(refuse(
+                400,
+                "proof-invalid",
+                "the CSR's key is not an ECDSA P-256 key, which dcn join makes",
+            ));
+        }
+        Some(proof) => challenges
+            .accept(proof, hostname.as_str(), &token.id, &issued.public_key, now)
+            .map_err(|e| {
+                refuse(
+                    401,
+                    "proof-invalid",
+                    format!("the proof of the node key: {e}"),
+                )
+            })?,
+        None if existing.is_some() => {
+            return Err(refuse(
+                401,
+                "proof-required",
+                format!(
+                    "host {hostname} joined before: joining again needs a proof that this host holds its key now (a signed challenge), which this host's dcn does not send; run the control plane's dcn on the host"
+                ),
+            ));
+        }
+        None => {}
+    }
+    let passwords = PasswordStore::load(&host.files).map_err(internal)?;
+    let recipes = crate::recipes::Recipes::embedded().map_err(internal)?;
+    let credentials =
+        crate::centre::sites::accounts::grant(accounts, &recipes, &passwords, hostname.as_str())
+            .map_err(internal)?;
+    let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
+    registry
+        .save_node(&NodeRecord {
+            hostname: hostname.to_string(),
+            site: site.name.clone(),
+            address: address.to_string(),
+            joined_at: existing
+                .as_ref()
+                .map(|n| n.joined_at.clone())
+                .unwrap_or_else(|| rfc3339(now)),
+            secret_hash: hash(&node_secret),
+            state: existing
+                .as_ref()
+                .map(|n| n.state)
+                .unwrap_or(NodeState::Joined),
+            placed_at: existing.as_ref().and_then(|n| n.placed_at.clone()),
+            key_pin: Some(issued.key_pin),
+            ovn_ca: Some(issued.ca_pem),
+            // A join again (same key) keeps the earlier certificates'
+            // sessions until they expire.
+            previous_ovn_cas: existing
+                .as_ref()
+                .map(|n| {
+                    ovn_access::unexpired(
+                        n.previous_ovn_cas
+                            .iter()
+                            .chain(&n.ovn_ca)
+                            .cloned()
+                            .collect(),
+                    )
+                })
+                .unwrap_or_default(),
+            certificate: Some(issued.cert_pem.clone()),
+            trusted_cas: existing
+                .as_ref()
+                .map(|n| n.trusted_cas.clone())
+                .unwrap_or_default(),
+            config: existing.as_ref().and_then(|n| n.config.clone()),
+        })
+        .map_err(internal)?;
+    if existing.is_none() {
+        record.uses += 1;
+        registry.save_token(&record).map_err(internal)?;
+    }
+    ovn_access::write_client_cas(&host.files).map_err(internal)?;
+    // The join is done whatever happens to its progress record.
+    if let Err(e) = record_joined(host, &lock, &site.name, hostname.as_str(), &record.id) {
+        tracing::warn!("recording that {hostname} joined: {e:#}");
+    }
+    Ok(JoinReply {
+        site: site.name,
+        node_certificate: issued.cert_pem,
+        node_secret,
+        credentials,
+    })
+}
+
+/// The certificate lifetimes and renewal point of this control plane.
+pub(super) fn node_policy(host: &Host) -> Result<crate::certs::policy::Policy, Refusal> {
+    let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
+    Ok(crate::certs::policy::Policy::from(&config.certificates))
+}
+
+/// `joined` in the node's progress record, which is the site's from now on
+/// (a record another site's token made is started afresh).
+fn record_joined(
+    host: &Host,
+    lock: &crate::centre::sites::Lock,
+    site: &str,
+    hostname: &str,
+    token_id: &str,
+) -> anyhow::Result<()> {
+    let store = ProgressStore::new(&host.files);
+    let mut progress = match store.get(hostname)? {
+        Some(p) if p.site == site => p,
+        _ => crate::centre::sites::progress::ProgressRecord::new(hostname, site),
+    };
+    progress.token_id = Some(token_id.to_string());
+    progress.apply(Phase::Joined, None, &[], SystemTime::now());
+    store.save(lock, &progress)
+}
+
+/// The node `hostname` and its site, when `bearer` is its node secret and
+/// the site is active.
+pub(super) fn authenticated_node(
+    registry: &Registry,
+    hostname: &str,
+    bearer: Option<&str>,
+) -> Result<(NodeRecord, Site), Refusal> {
+    let node = registry.node(hostname).map_err(internal)?;
+    let node = match (node, bearer) {
+        (Some(n), Some(b)) if n.secret_hash == hash(b) => n,
+        _ => {
+            return Err(refuse(
+                401,
+                "token-unknown",
+                "unknown node or wrong node secret",
+            ));
+        }
+    };
+    let site = registry.site(&node.site).map_err(internal)?;
+    let Some(site) = site.filter(|s| s.revoked_at.is_none()) else {
+        return Err(refuse(
+            401,
+            "site-revoked",
+            format!("site {} was revoked", node.site),
+        ));
+    };
+    Ok((node, site))
+}
+
+/// `GET /v1/nodes/{hostname}` with the node's bearer secret.
+pub fn node_status(
+    host: &Host,
+    hostname: &str,
+    bearer: Option<&str>,
+) -> Result<NodeStatus, Refusal> {
+    let registry = Registry::new(&host.files);
+    let (node, site) = authenticated_node(&registry, hostname, bearer)?;
+    let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
+    let cloud =
+        provision::admin_cloud(host, config.control_plane.region.as_str()).map_err(internal)?;
+    let services = cloud
+        .get(
+            "compute",
+            &format!("/os-services?binary=nova-compute&host={hostname}"),
+        )
+        .map_err(internal)?;
+    let compute_service = services["services"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(|s| s["state"].as_str())
+        .unwrap_or("missing")
+        .to_string();
+    let in_aggregate = match site.aggregate_id {
+        Some(id) => cloud
+            .get("compute", &format!("/os-aggregates/{id}"))
+            .map_err(internal)?["aggregate"]["hosts"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|x| x == hostname)),
+        None => false,
+    };
+    let rps = cloud
+        .get("placement", &format!("/resource_providers?name={hostname}"))
+        .map_err(internal)?;
+    let resource_provider = rps["resource_providers"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty());
+    Ok(NodeStatus {
+        site: site.name,
+        compute_service,
+        // A host joins an aggregate only once it is mapped to the cell.
+        cell_mapped: in_aggregate || node.state == NodeState::Placed,
+        in_aggregate,
+        resource_provider,
+    })
+}

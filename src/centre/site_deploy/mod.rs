@@ -1,0 +1,239 @@
+//! `dcn site deploy INVENTORY`: a whole edge site from its BMCs, in one
+//! command on the control plane. For each node of the inventory that is
+//! not placed yet: its own copy of the generic edge ISO with the site's
+//! bundle and its config embedded ([`media`]), served to its BMC; boot it
+//! from virtual media, wait for the installer to report the disk written,
+//! eject, and follow the node until the centre has placed it in the site's
+//! zone ([`node`]). Nodes run side by side (`--parallel`); one that fails
+//! is recorded with its reason and does not hold up the others. A re-run
+//! resumes ([`plan`]): placed nodes are left alone, failed ones retried
+//! from where they failed. What the nodes report goes through the join
+//! service into the centre's progress records ([`watch`]), which
+//! `dcn site status` shows too.
+
+pub mod bundle;
+pub mod media;
+pub mod node;
+pub mod plan;
+pub mod report;
+pub mod watch;
+
+use crate::host::Host;
+use anyhow::{Context, Result, bail};
+use node::{Limits, NodeTarget};
+use plan::Start;
+use report::DeployReport;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What to deploy and how.
+pub struct DeployOptions {
+    pub inventory: PathBuf,
+    /// Only these nodes (host names); empty: all of the inventory.
+    pub nodes: Vec<String>,
+    /// Nodes driven at once.
+    pub parallel: usize,
+    pub limits: Limits,
+}
+
+/// Deploy the inventory's site. Checks everything it can before it
+/// changes anything: the inventory, the nodes asked for, each BMC password.
+pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
+    let started = Instant::now();
+    let inventory = crate::config::load_inventory(&opts.inventory)?;
+    crate::deployment::Deployment::load(&host.files)?
+        .filter(|d| d.roles.iter().any(|r| r == "controller"))
+        .context("`dcn site deploy` runs on the control plane: run `dcn standalone init` first")?;
+    let site = inventory.site.clone();
+    let targets = targets(&inventory, &opts.nodes)?;
+    // Before any BMC is touched: no node may take the control plane's
+    // name or another compute host's.
+    let cloud = crate::centre::sites::accounts::ControlPlaneAccounts { host: host.clone() };
+    for t in &targets {
+        if let Some(why) = crate::centre::sites::reserved::refusal(
+            &host.files,
+            &cloud,
+            site.as_str(),
+            t.hostname(),
+        )? {
+            bail!(
+                "{}: node {}: {why}; nothing was deployed",
+                opts.inventory.display(),
+                t.hostname()
+            );
+        }
+    }
+
+    let mut starts = Vec::new();
+    // Nodes that may still read their ISO: booting now, or in an install
+    // an earlier run started (many BMCs stream the image while it is used).
+    let mut installing = 0;
+    for t in &targets {
+        let seen = watch::seen(&host.files, t.hostname())?;
+        let start = plan::start(&seen);
+        if start == Start::Boot || (start == Start::Follow && !seen.on_disk) {
+            installing += 1;
+        }
+        starts.push(start);
+    }
+    let booting = starts.iter().filter(|s| **s == Start::Boot).count() as u32;
+    tracing::info!(
+        "site {site}: {} node(s): {booting} to boot, {} to resume, {} already placed",
+        targets.len(),
+        starts
+            .iter()
+            .filter(|s| matches!(s, Start::Reset | Start::Follow))
+            .count(),
+        starts.iter().filter(|s| **s == Start::Placed).count(),
+    );
+
+    // The bundle, only when a node boots its ISO; the media server while
+    // any node may read its ISO.
+    let limits = opts.limits;
+    let (bundle, media_url, media_ca) = if installing > 0 {
+        if booting > 0 && !inventory.image.path().is_file() {
+            bail!(
+                "{}: no such ISO; build it with `dcn image build` and set `image` in {}",
+                inventory.image.path().display(),
+                opts.inventory.display()
+            );
+        }
+        let b = if booting > 0 {
+            let (b, stale) = bundle::ensure(
+                host,
+                &site,
+                booting,
+                inventory.bundle.ttl.0,
+                limits.install + limits.join,
+            )?;
+            if b.fresh {
+                tracing::info!(
+                    "site {site}: exported a join bundle for {booting} node(s) ({stale})"
+                );
+            } else {
+                tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
+            }
+            Some(b)
+        } else {
+            None
+        };
+        let (tls, ca) = if inventory.media.insecure_http {
+            tracing::warn!(
+                "serving the node ISOs over plain HTTP (media.insecureHttp): each holds a join token anyone on the path can read"
+            );
+            (None, None)
+        } else {
+            let ca = crate::certs::authority::Authorities::new(&host.files)
+                .trusted_pem()
+                .context("the dcn CA certificate is missing; is this the control plane?")?;
+            (Some(media::control_plane_tls(&host.files)?), Some(ca))
+        };
+        let server = media::serve(
+            &host.files,
+            site.as_str(),
+            inventory.media.listen,
+            inventory.media.url().as_str(),
+            tls,
+        )?;
+        tracing::info!("site {site}: node ISOs served at {}", server.base_url);
+        (b, Some(server.base_url), ca)
+    } else {
+        (None, None, None)
+    };
+
+    let empty = PathBuf::new();
+    let ctx = node::Run {
+        files: &host.files,
+        site: site.as_str(),
+        iso: inventory.image.path(),
+        bundle: bundle.as_ref().map_or(&empty, |b| &b.path),
+        ca_pin: bundle.as_ref().map_or("", |b| b.pin.as_str()),
+        media_url: media_url.as_deref().unwrap_or(""),
+        media_ca: media_ca.as_deref(),
+        limits,
+    };
+    let runs = run_all(&ctx, &targets, &starts, opts.parallel.max(1));
+    Ok(DeployReport {
+        site: site.to_string(),
+        bundle_exported: bundle.as_ref().is_some_and(|b| b.fresh),
+        media_url,
+        nodes: runs,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Run every node, `parallel` at a time; results in the inventory's order.
+fn run_all(
+    ctx: &node::Run,
+    targets: &[NodeTarget],
+    starts: &[Start],
+    parallel: usize,
+) -> Vec<node::NodeRun> {
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<node::NodeRun>>> = Mutex::new(vec![None; targets.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.min(targets.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().expect("not poisoned");
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some(target) = targets.get(i) else {
+                        return;
+                    };
+                    let run = node::run(ctx, target, starts[i]);
+                    results.lock().expect("not poisoned")[i] = Some(run);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("not poisoned")
+        .into_iter()
+        .map(|r| r.expect("every node ran"))
+        .collect()
+}
+
+/// The nodes asked for, with their BMC passwords read: an unknown name or
+/// a missing password stops the deploy before anything changed.
+fn targets(
+    inventory: &crate::config::inventory::SiteInventory,
+    wanted: &[String],
+) -> Result<Vec<NodeTarget>> {
+    let known: Vec<&str> = inventory
+        .nodes
+        .iter()
+        .map(|n| n.hostname.as_str())
+        .collect();
+    for w in wanted {
+        if !known.contains(&w.as_str()) {
+            bail!(
+                "--nodes: {w} is not in the inventory; its nodes are {}",
+                known.join(", ")
+            );
+        }
+    }
+    let mut out = Vec::new();
+    for n in &inventory.nodes {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == n.hostname.as_str()) {
+            continue;
+        }
+        let host = n.hostname.as_str();
+        out.push(NodeTarget {
+            config: inventory
+                .node_config(host)
+                .with_context(|| format!("internal error: no config for {host}"))?,
+            bmc: n
+                .bmc
+                .client_options(Duration::from_secs(30))
+                .with_context(|| format!("node {host}'s BMC"))?,
+            system: n.bmc.system.as_ref().map(|s| s.as_str().to_string()),
+        });
+    }
+    Ok(out)
+}

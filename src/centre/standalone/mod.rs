@@ -1,0 +1,368 @@
+//! `dcn standalone init`: turn this host into the control plane (and, with
+//! the compute role, a single-node cloud), as phases of steps run by the
+//! [`crate::engine`]. Re-running converges: finished steps are skipped, no
+//! secret is regenerated, and a service restarts only when its
+//! configuration changed.
+
+pub mod catalog;
+pub mod controlplane;
+pub mod finalize;
+pub mod secrets;
+pub mod verify;
+
+use crate::centre::control_plane::{identity, values};
+use crate::config::StandaloneConfig;
+use crate::deploy::Plan;
+use crate::engine::{self, Outcome, Phase, RunReport, Step};
+use crate::host::Host;
+use crate::passwords::PasswordStore;
+use crate::pki::Pin;
+use crate::recipes::{Recipes, ServicePhase};
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The phases of `init`, in order (`--phase` names one to stop after;
+/// [`PhaseName::ALL`] says what each does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PhaseName {
+    Preflight,
+    Secrets,
+    Packages,
+    Configure,
+    Infrastructure,
+    Identity,
+    Services,
+    Compute,
+    Verify,
+    Finalize,
+}
+
+impl PhaseName {
+    /// Every phase in order, with its command-line name and what it does.
+    pub const ALL: [(PhaseName, &'static str, &'static str); 10] = [
+        (PhaseName::Preflight, "preflight", "Check the host"),
+        (
+            PhaseName::Secrets,
+            "secrets",
+            "State directories, passwords, the CA and certificates",
+        ),
+        (
+            PhaseName::Packages,
+            "packages",
+            "Install the packages (nothing starts)",
+        ),
+        (
+            PhaseName::Configure,
+            "configure",
+            "Write every configuration file",
+        ),
+        (
+            PhaseName::Infrastructure,
+            "infrastructure",
+            "MariaDB, RabbitMQ, memcached, the API proxy, OVN databases",
+        ),
+        (PhaseName::Identity, "identity", "Keystone and the catalog"),
+        (
+            PhaseName::Services,
+            "services",
+            "Placement, Glance, Nova, Neutron, the join service",
+        ),
+        (
+            PhaseName::Compute,
+            "compute",
+            "nova-compute, OVN controller, metadata agent on this host",
+        ),
+        (
+            PhaseName::Verify,
+            "verify",
+            "Check the control plane through its APIs",
+        ),
+        (
+            PhaseName::Finalize,
+            "finalize",
+            "clouds.yaml and admin-openrc",
+        ),
+    ];
+}
+
+/// Options of `init`.
+pub struct InitOptions {
+    /// Run the phases up to and including this one.
+    pub until: PhaseName,
+    /// Preflight checks whose errors become warnings.
+    pub ignore_preflight: Vec<String>,
+}
+
+/// What `init` did.
+pub struct InitReport {
+    pub run: RunReport,
+    /// The CA pin, once the CA exists.
+    pub ca_pin: Option<Pin>,
+    pub hostname: String,
+    pub address: String,
+    /// Packages of the roles (what was installed).
+    pub packages: usize,
+    pub roles: Vec<String>,
+}
+
+/// Run `init` on `host`.
+pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Result<InitReport> {
+    let root = host.files.root().to_path_buf();
+    let id = identity::Identity::resolve(config, &root)?;
+    if opts.until > PhaseName::Secrets && root != std::path::Path::new("/") {
+        bail!(
+            "--root only works for the secrets phase; the later phases configure the running system"
+        );
+    }
+    tracing::info!("control plane {} at {}", id.hostname, id.address);
+    let roles: Vec<&str> = config
+        .roles
+        .iter()
+        .map(|r| match r {
+            crate::config::Role::Controller => "controller",
+            crate::config::Role::Compute => "compute",
+        })
+        .collect();
+    if !roles.contains(&"controller") {
+        bail!(
+            "roles must include controller: `standalone init` sets up the control plane (edges join with `dcn join`)"
+        );
+    }
+    let recipes = Recipes::embedded()?;
+    let packages = recipes.packages_for_roles(&roles)?.len();
+
+    let mut phases: Vec<(PhaseName, Phase<'static>)> = vec![
+        (
+            PhaseName::Preflight,
+            Phase {
+                name: "preflight",
+                steps: if root == std::path::Path::new("/") {
+                    vec![Box::new(controlplane::Preflight {
+                        params: crate::preflight::Params::from_config(config),
+                        ignore: opts.ignore_preflight.clone(),
+                    })]
+                } else {
+                    Vec::new()
+                },
+            },
+        ),
+        (
+            PhaseName::Secrets,
+            secrets::phase(
+                &id,
+                crate::certs::policy::Policy::from(&config.certificates),
+            ),
+        ),
+    ];
+    if opts.until > PhaseName::Secrets {
+        // Later phases need the passwords: generate them first (a no-op
+        // when the secrets phase ran before).
+        let mut head: Vec<Phase> = phases.drain(..).map(|(_, p)| p).collect();
+        let report_head = engine::run(&head, host)?;
+        head.clear();
+        let mut passwords = PasswordStore::load(&host.files)?;
+        if host.dry_run {
+            // A dry run on a fresh host renders with passwords that exist
+            // only in memory; files holding them are not shown anyway.
+            passwords.ensure(
+                secrets::control_plane_passwords()
+                    .iter()
+                    .map(String::as_str),
+            );
+        }
+        let facts = crate::host::facts::HostFacts::detect(&root);
+        let values = Arc::new(values::control_plane_values(
+            config, &id, &facts, &passwords,
+        )?);
+        let services: Vec<String> = recipes
+            .services_for_roles(&roles)?
+            .iter()
+            .map(|s| s.service.clone())
+            .collect();
+        let plan = Plan {
+            services: services.clone(),
+            values: values.clone(),
+            custom_config: custom_config(config),
+            source: config.packages.source.clone(),
+            certs: Arc::new(crate::centre::control_plane::pki_certs::PkiCerts),
+            recipes: recipes.clone(),
+        };
+        let record = crate::deployment::Deployment {
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            services: services.clone(),
+            hostname: id.hostname.clone(),
+            address: id.address.to_string(),
+            site: None,
+        };
+        let mut rest =
+            control_plane_phases(&plan, &recipes, &services, &values, &roles, &id.hostname)?;
+        if let Some((_, configure)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Configure) {
+            configure.steps.insert(
+                0,
+                Box::new(secrets::RenewDue::new(
+                    &id,
+                    crate::certs::policy::Policy::from(&config.certificates),
+                )),
+            );
+        }
+        // The record comes first, so status and reset know a half-done setup.
+        if let Some((_, packages)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Packages) {
+            packages
+                .steps
+                .insert(0, Box::new(crate::deployment::Record(record)));
+            let saved = serde_yaml::to_string(config).context("serialising the config")?;
+            packages
+                .steps
+                .insert(1, Box::new(crate::deployment::SaveConfig(saved)));
+        }
+        rest.retain(|(n, _)| *n <= opts.until);
+        let rest: Vec<Phase> = rest.into_iter().map(|(_, p)| p).collect();
+        let mut run = engine::run(&rest, host)?;
+        let mut steps = report_head.steps;
+        steps.append(&mut run.steps);
+        run.steps = steps;
+        let mut phase_times = report_head.phases;
+        phase_times.append(&mut run.phases);
+        run.phases = phase_times;
+        return finish(run, host, &id, packages, &roles);
+    }
+    phases.retain(|(n, _)| *n <= opts.until);
+    let phases: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
+    let run = engine::run(&phases, host)?;
+    finish(run, host, &id, packages, &roles)
+}
+
+fn finish(
+    run: RunReport,
+    host: &Host,
+    id: &identity::Identity,
+    packages: usize,
+    roles: &[&str],
+) -> Result<InitReport> {
+    let ca_pin = match host.files.read_string(crate::paths::CA_CERT)? {
+        Some(pem) if !pem.is_empty() => Some(Pin::of_cert_pem(&pem)?),
+        _ => None,
+    };
+    Ok(InitReport {
+        run,
+        ca_pin,
+        hostname: id.hostname.clone(),
+        address: id.address.to_string(),
+        packages,
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+    })
+}
+
+/// `customServiceConfig` of every service that has one, by config key.
+fn custom_config(config: &StandaloneConfig) -> BTreeMap<String, String> {
+    (config.services.custom_configs().into_iter())
+        .map(|(k, v)| (k, v.as_str().to_string()))
+        .collect()
+}
+
+/// The phases after secrets.
+fn control_plane_phases(
+    plan: &Plan,
+    recipes: &Recipes,
+    services: &[String],
+    values: &Arc<crate::recipes::Values>,
+    roles: &[&str],
+    hostname: &str,
+) -> Result<Vec<(PhaseName, Phase<'static>)>> {
+    let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
+    let rabbit = crate::secrets::Secret::new(values.password["rabbitmq_controlplane"].clone());
+    extra.insert(
+        "rabbitmq".into(),
+        vec![Box::new(controlplane::RabbitUsers { password: rabbit })],
+    );
+    let infrastructure =
+        plan.service_phase(ServicePhase::Infrastructure, "infrastructure", extra)?;
+
+    let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
+    extra.insert(
+        "keystone".into(),
+        vec![Box::new(catalog::Catalog::new(
+            recipes,
+            services,
+            values.clone(),
+        )?)],
+    );
+    let identity = plan.service_phase(ServicePhase::Identity, "identity", extra)?;
+    let mut services_phase =
+        plan.service_phase(ServicePhase::Services, "services", BTreeMap::new())?;
+    services_phase
+        .steps
+        .insert(0, Box::new(controlplane::InstallBinary));
+
+    let compute = roles.contains(&"compute");
+    let mut compute_phase =
+        plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?;
+    if compute {
+        compute_phase
+            .steps
+            .push(Box::new(controlplane::DiscoverHost {
+                hostname: hostname.to_string(),
+            }));
+    }
+    let mut catalog: Vec<String> = services
+        .iter()
+        .filter_map(|s| {
+            recipes
+                .services
+                .get(s)
+                .and_then(|r| r.identity.as_ref())
+                .map(|i| i.kind.clone())
+        })
+        .collect();
+    catalog.insert(0, "identity".into());
+    Ok(vec![
+        (PhaseName::Packages, plan.packages_phase()),
+        (PhaseName::Configure, plan.configure_phase()?),
+        (PhaseName::Infrastructure, infrastructure),
+        (PhaseName::Identity, identity),
+        (PhaseName::Services, services_phase),
+        (PhaseName::Compute, compute_phase),
+        (
+            PhaseName::Verify,
+            Phase {
+                name: "verify",
+                steps: vec![Box::new(verify::Verify {
+                    values: values.clone(),
+                    catalog,
+                    compute_hosts: if compute {
+                        vec![hostname.to_string()]
+                    } else {
+                        Vec::new()
+                    },
+                })],
+            },
+        ),
+        (
+            PhaseName::Finalize,
+            Phase {
+                name: "finalize",
+                steps: vec![Box::new(finalize::ClientFiles {
+                    values: values.clone(),
+                })],
+            },
+        ),
+    ])
+}
+
+impl InitReport {
+    /// Steps applied (or, in a dry run, that would be).
+    pub fn changed_steps(&self) -> Vec<&str> {
+        self.run
+            .steps
+            .iter()
+            .filter(|(_, o)| {
+                !matches!(
+                    o,
+                    Outcome::AlreadyDone | Outcome::Checked | Outcome::Ensured
+                )
+            })
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+}

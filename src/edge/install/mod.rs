@@ -1,0 +1,363 @@
+//! `dcn install`: run by the live system of the edge ISO (the
+//! `dcn-install.service` unit), it installs the edge OS to the local disk
+//! and reboots into it:
+//!
+//! 1. read the payload from the boot medium; parse the NodeConfig; verify
+//!    the bundle (pin, expiry): nothing on any disk has changed yet;
+//! 2. choose the disk by the node config's rule ([`disk`]);
+//! 3. partition it (GPT: BIOS boot, ESP, root) and make the file systems;
+//! 4. copy the OS (the ISO's squashfs) to the root file system;
+//! 5. install GRUB for BIOS and UEFI;
+//! 6. write the node's settings and the first-boot unit ([`target`]);
+//! 7. unmount and reboot.
+//!
+//! Progress goes to stdout (the journal) and to each `--console`, and, once
+//! the bundle is verified, to the control plane's join service: the
+//! installer brings up the node's static network in the live system
+//! ([`network`]) and reports `installer-started` with each step (again
+//! every heartbeat while a step lasts), then `disk-written`, or `failed`
+//! with the reason and its last lines (best effort: a report that cannot
+//! be sent never stops the install). When a step from 3 on fails, the
+//! disk's partition table is erased again, so the node never boots a
+//! half-written system, and the message says so.
+
+pub mod disk;
+pub mod firstboot;
+pub mod network;
+mod progress;
+pub mod target;
+
+use crate::host::systemd::Systemd;
+use crate::host::{Cmd, Files, Runner, SystemRunner};
+use crate::image::embed;
+use crate::image::mounts::Mounts;
+use crate::wire::Phase;
+use anyhow::{Context, Result, bail};
+use progress::Progress;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where live-boot mounts the boot medium.
+pub const DEFAULT_MEDIUM: &str = "/run/live/medium";
+/// Where the new root file system is mounted while installing.
+const TARGET: &str = "/mnt/dcn-target";
+/// The OS image on the medium.
+const SQUASHFS: &str = "live/filesystem.squashfs";
+
+/// What `dcn install` installs from, and what it does when done.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The boot medium: the mounted live medium (a directory), an ISO file
+    /// or a device; [`DEFAULT_MEDIUM`] on the edge ISO.
+    pub medium: PathBuf,
+    /// Consoles that show the progress too (stdout always does).
+    pub console: Vec<PathBuf>,
+    /// Stay up when done instead of rebooting.
+    pub no_reboot: bool,
+}
+
+/// Run the installer.
+pub fn run(args: &Options) -> Result<()> {
+    let mut progress = Progress::new(&args.console);
+    if !nix::unistd::geteuid().is_root() {
+        bail!("dcn install must run as root; it runs by itself when the edge ISO boots");
+    }
+    let runner = SystemRunner::new(false);
+    let mut disk_path = None;
+    let result = install(&runner, args, &mut progress, &mut disk_path);
+    match result {
+        Ok(()) => {
+            progress.say(&format!(
+                "done in {:.0}s; the node reboots into the installed system (remove the virtual media, or let the BMC's boot-once override lapse)",
+                progress.started.elapsed().as_secs_f64()
+            ));
+            progress.finish_reports(Phase::DiskWritten, "rebooting into the installed system");
+            if !args.no_reboot {
+                Systemd::new(&runner).reboot()?;
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let state = match &disk_path {
+                Some(disk) => {
+                    let wiped = runner
+                        .run(
+                            &Cmd::new("erasing the half-written partition table", "wipefs")
+                                .args(["--all", "--force"])
+                                .arg(path_str(disk)),
+                        )
+                        .is_ok();
+                    if wiped {
+                        format!(
+                            "{} was partitioned and its partition table erased again: it holds no bootable system, and no data from before",
+                            disk.display()
+                        )
+                    } else {
+                        format!(
+                            "{} was partitioned, and erasing its partition table failed too: it may hold a half-written system; do not boot from it",
+                            disk.display()
+                        )
+                    }
+                }
+                None => "no disk was changed".to_string(),
+            };
+            progress.say(&format!(
+                "FAILED: {e:#}\n{state}. Fix the problem (for the node config: `dcn image embed` a corrected one) and boot the ISO again."
+            ));
+            progress.finish_reports(Phase::Failed, &format!("{e:#}; {state}"));
+            Err(e.context(format!("installation failed; {state}")))
+        }
+    }
+}
+
+fn path_str(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn install(
+    runner: &dyn Runner,
+    args: &Options,
+    progress: &mut Progress,
+    touched: &mut Option<PathBuf>,
+) -> Result<()> {
+    progress.say(&format!(
+        "reading the node payload from {}",
+        args.medium.display()
+    ));
+    let payload = if args.medium.is_dir() {
+        embed::read_payload_file(&args.medium.join(crate::image::PAYLOAD_PATH))?
+    } else {
+        embed::read_payload(&args.medium)?
+    };
+    let node = crate::config::parse_node(&payload.node_yaml, "the embedded node config")?;
+    let bundle = embed::verify_bundle(&payload.bundle, &node, true).context(
+        "the embedded join bundle does not verify; embed a fresh one with `dcn image embed`",
+    )?;
+    progress.say(&format!(
+        "node {} for site {} (CA {}{}); bundle verified, expires in {}",
+        node.hostname,
+        bundle.manifest.site,
+        bundle.ca_pin,
+        if bundle.pin_checked {
+            ", pinned"
+        } else {
+            ", not pinned"
+        },
+        crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()))
+    ));
+    progress::start_reporting(runner, &node, &bundle, progress);
+    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
+    let template = crate::host::read::read_string(Path::new(firstboot::TEMPLATE), &spec)
+        .with_context(|| {
+            format!(
+                "reading the first-boot unit template {}",
+                firstboot::TEMPLATE
+            )
+        })?;
+    let squashfs = if args.medium.is_dir() {
+        args.medium.join(SQUASHFS)
+    } else {
+        bail!(
+            "installing from {} needs it mounted: pass --medium with the mounted ISO's directory",
+            args.medium.display()
+        );
+    };
+
+    let _ = runner.run(
+        &Cmd::new("waiting for udev", "udevadm")
+            .arg("settle")
+            .unchecked()
+            .timeout(Duration::from_secs(60)),
+    );
+    let disks = disk::list_disks(Path::new("/sys/block"))?;
+    let boot = disk::disks_of_mount(&args.medium);
+    let target_disk = disk::choose(&disks, &node.disk, &boot, disk::resolve_device)?.clone();
+    let dev = target_disk.path();
+    progress.say(&format!(
+        "installing to {} ({:.1} GiB){}",
+        dev.display(),
+        target_disk.size_bytes as f64 / (1024.0 * 1024.0 * 1024.0),
+        if target_disk.partitions.is_empty() {
+            String::new()
+        } else {
+            " (wipe: true, erasing its partitions)".into()
+        }
+    ));
+
+    *touched = Some(dev.clone());
+    let t = Instant::now();
+    progress.step(&format!("partitioning {}", dev.display()));
+    partition(runner, &target_disk)?;
+    let (bios, esp, root) = (
+        target_disk.partition(1),
+        target_disk.partition(2),
+        target_disk.partition(3),
+    );
+    wait_for(&[&bios, &esp, &root])?;
+    runner.run(
+        &Cmd::new("making the EFI system partition", "mkfs.vfat")
+            .args(["-F", "32", "-n", "DCN-ESP"])
+            .arg(path_str(&esp)),
+    )?;
+    runner.run(
+        &Cmd::new("making the root file system", "mkfs.ext4")
+            .args(["-F", "-q", "-L", "dcn-root"])
+            .arg(path_str(&root)),
+    )?;
+    progress.say(&format!(
+        "partitioned (GPT: BIOS boot, ESP, root) in {:.1}s",
+        t.elapsed().as_secs_f64()
+    ));
+
+    let target = Path::new(TARGET);
+    let mut mounts = Mounts::new(runner);
+    mounts.mount("the new root file system", &[&path_str(&root)], target)?;
+    let t = Instant::now();
+    progress.step("copying the OS");
+    runner.run(
+        &Cmd::new("copying the OS to disk (unsquashfs)", "unsquashfs")
+            .args(["-f", "-no-progress", "-d", TARGET])
+            .arg(path_str(&squashfs))
+            .timeout(Duration::from_secs(3600)),
+    )?;
+    progress.say(&format!(
+        "copied the OS in {:.1}s",
+        t.elapsed().as_secs_f64()
+    ));
+    mounts.mount(
+        "the EFI system partition",
+        &[&path_str(&esp)],
+        &target.join("boot/efi"),
+    )?;
+
+    let t = Instant::now();
+    progress.step("installing GRUB");
+    runner.run(
+        &Cmd::new("installing GRUB for BIOS", "grub-install")
+            .args([
+                "--target=i386-pc",
+                &format!("--boot-directory={TARGET}/boot"),
+            ])
+            .arg(path_str(&dev))
+            .timeout(Duration::from_secs(600)),
+    )?;
+    runner.run(
+        &Cmd::new("installing GRUB for UEFI", "grub-install")
+            .args([
+                "--target=x86_64-efi",
+                &format!("--efi-directory={TARGET}/boot/efi"),
+                &format!("--boot-directory={TARGET}/boot"),
+                "--removable",
+                "--no-nvram",
+            ])
+            .timeout(Duration::from_secs(600)),
+    )?;
+    progress.say(&format!(
+        "installed GRUB (BIOS and UEFI) in {:.1}s",
+        t.elapsed().as_secs_f64()
+    ));
+
+    let uuid = |part: &Path| -> Result<String> {
+        let out = runner.run(
+            &Cmd::new("reading a file system's UUID", "blkid")
+                .args(["-s", "UUID", "-o", "value"])
+                .arg(path_str(part))
+                .read_only(),
+        )?;
+        Ok(out.stdout.trim().to_string())
+    };
+    let (kernel, initrd) = kernel_paths(target)?;
+    let layout = target::Layout {
+        root_uuid: uuid(&root)?,
+        esp_uuid: uuid(&esp)?,
+        kernel,
+        initrd,
+        kernel_args: target::installed_kernel_args(
+            &std::fs::read_to_string("/proc/cmdline").unwrap_or_default(),
+        ),
+    };
+    let files = Files::new(target, false);
+    progress.step("writing the node's settings");
+    target::write_node_files(
+        &files,
+        &node,
+        &payload.node_yaml,
+        &payload.bundle,
+        &bundle,
+        &template,
+        &layout,
+    )?;
+    // The network and the first-boot join start at boot; the installer
+    // does not.
+    let installed = Systemd::for_tree(runner, TARGET);
+    installed.enable(&["systemd-networkd.service", firstboot::UNIT_NAME])?;
+    installed.disable_if_present(&["dcn-install.service"])?;
+    progress.say(&format!(
+        "wrote the node's settings: hostname {}, {} interface(s), bundle {} (0600), {}",
+        node.hostname,
+        node.interfaces.len(),
+        firstboot::BUNDLE,
+        firstboot::UNIT
+    ));
+    mounts.unmount_all()?;
+    runner.run(&Cmd::new("flushing the disk", "sync"))?;
+    *touched = None;
+    Ok(())
+}
+
+/// GPT: 1 MiB BIOS boot (GRUB's core for BIOS), 256 MiB ESP, the rest root.
+fn partition(runner: &dyn Runner, disk: &disk::Disk) -> Result<()> {
+    const SCRIPT: &str = "label: gpt\n\
+        size=1MiB, type=21686148-6449-6E6F-744E-656564454649, name=bios\n\
+        size=256MiB, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name=esp\n\
+        type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=root\n";
+    runner.run(
+        &Cmd::new("erasing old signatures", "wipefs")
+            .args(["--all", "--force"])
+            .args(disk.partitions.iter().map(|p| format!("/dev/{p}")))
+            .arg(path_str(&disk.path())),
+    )?;
+    runner.run(
+        &Cmd::new("partitioning the disk", "sfdisk")
+            .args(["--wipe", "always", "--wipe-partitions", "always", "-q"])
+            .arg(path_str(&disk.path()))
+            .stdin(crate::secrets::Secret::new(SCRIPT)),
+    )?;
+    let _ = runner.run(
+        &Cmd::new("waiting for udev", "udevadm")
+            .arg("settle")
+            .unchecked()
+            .timeout(Duration::from_secs(60)),
+    );
+    Ok(())
+}
+
+fn wait_for(parts: &[&PathBuf]) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while parts.iter().any(|p| !p.exists()) {
+        if Instant::now() > deadline {
+            bail!("the new partitions did not appear within 30s: {:?}", parts);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(())
+}
+
+/// `/vmlinuz` and `/initrd.img` when the kernel package keeps those links
+/// (they follow kernel updates), else the newest kernel in /boot.
+fn kernel_paths(root: &Path) -> Result<(String, String)> {
+    if root.join("vmlinuz").exists() && root.join("initrd.img").exists() {
+        return Ok(("/vmlinuz".into(), "/initrd.img".into()));
+    }
+    let mut kernels: Vec<String> = std::fs::read_dir(root.join("boot"))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("vmlinuz-"))
+        .collect();
+    kernels.sort();
+    let k = kernels
+        .pop()
+        .context("the copied OS has no kernel in /boot")?;
+    let version = k.trim_start_matches("vmlinuz-");
+    Ok((format!("/boot/{k}"), format!("/boot/initrd.img-{version}")))
+}

@@ -1,0 +1,246 @@
+//! The edge's client of the join service: HTTPS that trusts only the CA
+//! from the bundle (itself checked against the pin), with refusals kept
+//! apart from connection failures, since only the latter are retried.
+
+use crate::wire::*;
+use anyhow::{Context, Result};
+use std::time::Duration;
+
+/// The join service said no.
+#[derive(Debug, thiserror::Error)]
+#[error("the control plane refused the join ({}): {}", .0.error, .0.message)]
+pub struct Refused(pub ErrorReply);
+
+/// The join service presented a certificate that no CA this host trusts
+/// issued. Trying again does not help: the control plane moved to a new CA
+/// while this host was away (or with a bundle made before it), or the
+/// endpoint is not this host's control plane.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the join service's certificate is not issued by a CA this host trusts ({0}): if the control plane's CA was rotated since, join with a new bundle (`dcn bundle export`), or on a joined node run `dcn node trust-ca --ca-pin PIN` with the pin `dcn ca status` prints on the control plane"
+)]
+pub struct Untrusted(pub String);
+
+/// `send`, with a refused server certificate as [`Untrusted`].
+trait SendChecked {
+    fn send_checked(self) -> Result<reqwest::blocking::Response>;
+}
+
+impl SendChecked for reqwest::blocking::RequestBuilder {
+    fn send_checked(self) -> Result<reqwest::blocking::Response> {
+        self.send().map_err(|e| match certificate_error(&e) {
+            Some(why) => Untrusted(why).into(),
+            None => e.into(),
+        })
+    }
+}
+
+/// The rustls certificate error somewhere in `e`'s sources, in words.
+/// (An `io::Error` wrapping another error hides it from `source()`: its
+/// inner error is followed instead.)
+fn certificate_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(rustls::Error::InvalidCertificate(c)) = err.downcast_ref::<rustls::Error>() {
+            return Some(format!("{c:?}"));
+        }
+        cur = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    None
+}
+
+pub struct JoinClient {
+    base: String,
+    http: reqwest::blocking::Client,
+}
+
+impl JoinClient {
+    pub fn new(join_endpoint: &str, ca_pem: &str) -> Result<JoinClient> {
+        Ok(JoinClient {
+            base: join_endpoint.trim_end_matches('/').to_string(),
+            http: crate::tls::http_client(Some(ca_pem), Duration::from_secs(60))?,
+        })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.base
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(
+        resp: reqwest::blocking::Response,
+        what: &str,
+    ) -> Result<T> {
+        let status = resp.status();
+        let body = resp
+            .text()
+            .with_context(|| format!("reading the reply to {what}"))?;
+        if status.is_success() {
+            return serde_json::from_str(&body)
+                .with_context(|| format!("the reply to {what} is not what dcn expects"));
+        }
+        match serde_json::from_str::<ErrorReply>(&body) {
+            Ok(e) => Err(Refused(e).into()),
+            Err(_) => anyhow::bail!(
+                "{what}: the join service answered {status}: {}",
+                body.chars().take(200).collect::<String>()
+            ),
+        }
+    }
+
+    /// The control plane's clock (and a sign of life).
+    pub fn health(&self) -> Result<Health> {
+        let resp = self
+            .http
+            .get(format!("{}{HEALTH_PATH}", self.base))
+            .timeout(Duration::from_secs(10))
+            .send_checked()
+            .with_context(|| format!("connecting to the join service at {}", self.base))?;
+        Self::decode(resp, "the health check")
+    }
+
+    /// A fresh challenge to sign with the node key (a re-join must).
+    pub fn challenge(&self) -> Result<Challenge> {
+        let resp = self
+            .http
+            .post(format!("{}{CHALLENGE_PATH}", self.base))
+            .timeout(Duration::from_secs(10))
+            .send_checked()
+            .with_context(|| format!("asking the join service at {} for a challenge", self.base))?;
+        self.known(&resp, CHALLENGE_PATH)?;
+        Self::decode(resp, "the challenge request")
+    }
+
+    /// Join with `req`, proving first that this host holds `key` now.
+    pub fn join_with_proof(
+        &self,
+        req: &JoinRequest,
+        key: &rcgen::KeyPair,
+        token_id: &str,
+    ) -> Result<JoinReply> {
+        let challenge = self.challenge()?;
+        let mut req = req.clone();
+        req.proof = Some(prove(key, &challenge, &req.hostname, token_id)?);
+        self.join(&req)
+    }
+
+    pub fn join(&self, req: &JoinRequest) -> Result<JoinReply> {
+        let resp = self
+            .http
+            .post(format!("{}{JOIN_PATH}", self.base))
+            .json(req)
+            .send_checked()
+            .with_context(|| format!("sending the join request to {}", self.base))?;
+        self.known(&resp, JOIN_PATH)?;
+        Self::decode(resp, "the join request")
+    }
+
+    /// A join service older than `path` knows no such endpoint.
+    fn known(&self, resp: &reqwest::blocking::Response, path: &str) -> Result<()> {
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            anyhow::bail!(
+                "the join service at {} does not know {path}: the control plane runs an older dcn than this host ({}); upgrade dcn on the control plane, or join with the dcn version it runs",
+                self.base,
+                env!("CARGO_PKG_VERSION")
+            );
+        }
+        Ok(())
+    }
+
+    /// Report a phase (10 s at most), with the join token before the host
+    /// joined and its node secret after. The report is cut to what the
+    /// service accepts first ([`ProgressReport::bounded`]).
+    pub fn report(&self, credential: &str, report: &ProgressReport) -> Result<ProgressAck> {
+        let resp = self
+            .http
+            .post(format!("{}{PROGRESS_PATH}", self.base))
+            .bearer_auth(credential)
+            .json(&report.clone().bounded())
+            .timeout(Duration::from_secs(10))
+            .send_checked()
+            .with_context(|| format!("reporting progress to {}", self.base))?;
+        Self::decode(resp, "the progress report").map_err(|e| match e.downcast::<Refused>() {
+            Ok(Refused(r)) => anyhow::anyhow!(
+                "the join service refused the report ({}): {}",
+                r.error,
+                r.message
+            ),
+            Err(e) => e,
+        })
+    }
+
+    pub fn node_status(&self, hostname: &str, node_secret: &str) -> Result<NodeStatus> {
+        let resp = self
+            .http
+            .get(format!("{}{NODES_PATH}{hostname}", self.base))
+            .bearer_auth(node_secret)
+            .send_checked()
+            .with_context(|| {
+                format!("asking the join service at {} about {hostname}", self.base)
+            })?;
+        Self::decode(resp, "the node status request")
+    }
+
+    /// This node's resolved site config (30 s at most).
+    pub fn node_config(&self, hostname: &str, node_secret: &str) -> Result<NodeConfigReply> {
+        let resp = self
+            .http
+            .get(format!(
+                "{}{NODES_PATH}{hostname}{CONFIG_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .timeout(Duration::from_secs(30))
+            .send_checked()
+            .with_context(|| format!("fetching the site config from {}", self.base))?;
+        Self::decode(resp, "the config request")
+    }
+
+    /// Report the CAs this node trusts, and send a CSR when its
+    /// certificate is due (30 s at most).
+    pub fn certificate(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        check: &CertificateCheck,
+    ) -> Result<CertificateReply> {
+        let resp = self
+            .http
+            .post(format!(
+                "{}{NODES_PATH}{hostname}{CERTIFICATE_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .json(check)
+            .timeout(Duration::from_secs(30))
+            .send_checked()
+            .with_context(|| format!("checking this node's certificate with {}", self.base))?;
+        Self::decode(resp, "the certificate check")
+    }
+
+    /// Tell the centre which revision this node runs (10 s at most).
+    pub fn config_applied(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        applied: &ConfigApplied,
+    ) -> Result<()> {
+        let resp = self
+            .http
+            .post(format!(
+                "{}{NODES_PATH}{hostname}{CONFIG_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .json(applied)
+            .timeout(Duration::from_secs(10))
+            .send_checked()
+            .with_context(|| format!("reporting the applied config to {}", self.base))?;
+        Self::decode::<serde_json::Value>(resp, "the config report").map(|_| ())
+    }
+}

@@ -1,0 +1,237 @@
+//! The edge's compute services: the host's view of the control plane
+//! (hosts entries, the CA), the values the services are rendered with, and
+//! the phases that install, configure and start them.
+
+use super::credentials::{Credentials, NODE_CERT, NODE_KEY};
+use crate::bundle::VerifiedBundle;
+use crate::deploy::{CertSource, Plan};
+use crate::deployment::{Deployment, Record};
+use crate::engine::{self, Phase};
+use crate::host::{FileSpec, Files, Host};
+use crate::recipes::compute_link::{ComputeLink, Interface};
+use crate::recipes::{Recipes, ServicePhase, Values};
+use crate::secrets::Secret;
+use crate::types::PackageSource;
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+const HOSTS: &str = "/etc/hosts";
+
+/// The node's certificate for the OVN southbound database, and the CAs it
+/// trusts.
+pub(crate) struct NodeCerts;
+
+impl CertSource for NodeCerts {
+    fn leaf(&self, files: &Files, name: &str) -> Result<(String, Secret)> {
+        if name != "node" {
+            bail!("recipe bug: an edge host has only its node certificate, not {name:?}");
+        }
+        let cert = files
+            .read_string(NODE_CERT)?
+            .context("the node certificate is missing; join again")?;
+        let key = files
+            .read_secret(NODE_KEY)?
+            .context("the node key is missing; join again")?;
+        Ok((cert, Secret::new(key)))
+    }
+
+    fn ca(&self, files: &Files) -> Result<String> {
+        files
+            .read_string(crate::paths::PUBLIC_CA)?
+            .context("the CA certificate is missing; join again")
+    }
+}
+
+/// Write the host's view of the control plane (hosts entries, the CA),
+/// then install, configure and start the compute services.
+pub fn deploy(
+    host: &Host,
+    bundle: &VerifiedBundle,
+    creds: &Credentials,
+    hostname: &str,
+    address: IpAddr,
+    source: &PackageSource,
+) -> Result<()> {
+    let files = &host.files;
+    files.ensure_dir(crate::paths::ETC_DIR, &FileSpec::public_dir())?;
+    files.write(
+        crate::paths::PUBLIC_CA,
+        bundle.trusted_pem().as_bytes(),
+        &FileSpec::public(),
+    )?;
+    write_hosts(files, bundle)?;
+
+    let recipes = Recipes::embedded()?;
+    let services: Vec<String> = recipes
+        .services_for_roles(&["edge"])?
+        .iter()
+        .map(|s| s.service.clone())
+        .collect();
+    let facts = crate::host::facts::HostFacts::detect(files.root());
+    let values = Arc::new(values(&bundle.manifest, creds, hostname, address, &facts)?);
+    // The site config this node applied since it joined wins over the
+    // bundle's (the control plane's at export): one writer per drop-in.
+    let custom: BTreeMap<String, String> =
+        match crate::edge::join::config_sync::Applied::load(host)? {
+            Some(applied) => applied.services,
+            None => (bundle.manifest.custom_service_config.iter())
+                .map(|(key, text)| (key.clone(), text.as_str().to_string()))
+                .collect(),
+        };
+    files.write(
+        crate::edge::join::config_sync::JOIN_ENDPOINT,
+        format!("{}\n", bundle.manifest.control_plane.join_endpoint).as_bytes(),
+        &FileSpec::public(),
+    )?;
+    let plan = Plan {
+        recipes,
+        services: services.clone(),
+        values,
+        custom_config: custom,
+        source: source.clone(),
+        certs: Arc::new(NodeCerts),
+    };
+    let mut packages = plan.packages_phase();
+    packages.steps.insert(
+        0,
+        Box::new(Record(Deployment {
+            roles: vec!["edge".into()],
+            services,
+            hostname: hostname.to_string(),
+            address: address.to_string(),
+            site: Some(creds.site.clone()),
+        })),
+    );
+    let phases: Vec<Phase> = vec![
+        packages,
+        plan.configure_phase()?,
+        plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?,
+    ];
+    let report = engine::run(&phases, host)?;
+    tracing::info!("    {} step(s) applied", report.applied());
+    Ok(())
+}
+
+/// The control plane's names in /etc/hosts, in a block dcn owns.
+fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
+    const BEGIN: &str = "# BEGIN dcn: control plane (managed by dcn join)";
+    const END: &str = "# END dcn";
+    let current = files.read_string(HOSTS)?.unwrap_or_default();
+    let mut kept = String::new();
+    let mut inside = false;
+    for line in current.lines() {
+        if line == BEGIN {
+            inside = true;
+        } else if line == END {
+            inside = false;
+        } else if !inside {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    let mut block = format!("{BEGIN}\n");
+    for h in &bundle.manifest.hosts {
+        let names: Vec<String> = h.names.iter().map(|n| n.to_string()).collect();
+        block.push_str(&format!("{}\t{}\n", h.address, names.join(" ")));
+    }
+    block.push_str(END);
+    block.push('\n');
+    files.write(
+        HOSTS,
+        format!("{kept}{block}").as_bytes(),
+        &FileSpec::public(),
+    )?;
+    Ok(())
+}
+
+/// The site credentials the compute link is made of, as nova-compute's
+/// recipe declares them: its RabbitMQ user (in `compute.transportUrl`) and
+/// its keystone user (`compute.serviceUser`, `password.compute_service`).
+pub(crate) const MESSAGING_CREDENTIAL: &str = "site_rabbit";
+pub(crate) const SERVICE_CREDENTIAL: &str = "compute_service";
+
+/// The values an edge's compute services are rendered with: the control
+/// plane's exports as they are in the bundle, TLS everywhere, the site's
+/// own users.
+pub(crate) fn values(
+    manifest: &crate::bundle::Manifest,
+    creds: &Credentials,
+    hostname: &str,
+    address: IpAddr,
+    facts: &crate::host::facts::HostFacts,
+) -> Result<Values> {
+    let cp = &manifest.control_plane;
+    let export = |name: &str| {
+        cp.exports.get(name).with_context(|| {
+            format!(
+                "the bundle's controlPlane.exports has no {name}; export a new bundle with this dcn"
+            )
+        })
+    };
+    let identity = export("identity")?;
+    let messaging = export("messaging")?;
+    let auth = (identity.as_str().trim_end_matches('/'))
+        .trim_end_matches("/v3")
+        .to_string();
+    let ca = crate::paths::PUBLIC_CA;
+    let strings = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        (pairs.iter())
+            .map(|(k, val)| (k.to_string(), val.to_string()))
+            .collect()
+    };
+    let mut v = Values {
+        export: crate::recipes::exports::as_values(&cp.exports),
+        cp: strings(&[
+            ("address", identity.host()),
+            ("region", cp.region.as_str()),
+            ("authUrl", &auth),
+            ("publicAuthUrl", &auth),
+            ("cafile", ca),
+        ]),
+        host: facts.host_values(hostname, &address.to_string()),
+        roles: vec!["edge".into()],
+        network: strings(&[
+            ("encapsulation", "geneve"),
+            ("bridgeMappings", "physnet1:br-ex"),
+            ("bridges", "br-ex"),
+        ]),
+        ..Values::default()
+    };
+    // Every site credential, as the recipes name them.
+    for (name, c) in &creds.credentials {
+        v.password.insert(name.clone(), c.password.expose().into());
+        if let Some(user) = &c.username {
+            v.user.insert(name.clone(), user.clone());
+        }
+    }
+    let user = |name: &str| -> Result<(&str, &str)> {
+        let c = creds.get(name)?;
+        let username = c.username.as_deref().with_context(|| {
+            format!("the join service's site credential {name} has no username")
+        })?;
+        Ok((username, c.password.expose()))
+    };
+    let (rabbit_user, rabbit_password) = user(MESSAGING_CREDENTIAL)?;
+    let (service_user, service_password) = user(SERVICE_CREDENTIAL)?;
+    ComputeLink {
+        transport_url: format!(
+            "rabbit://{rabbit_user}:{rabbit_password}@{}/",
+            messaging.host_port()
+        ),
+        rabbit_tls: messaging.scheme() == "amqps",
+        ca_file: ca.into(),
+        sb_connection: export("ovnSouthbound")?.to_string(),
+        sb_tls: true,
+        service_user: service_user.into(),
+        service_password: service_password.into(),
+        interface: Interface::Public,
+        metadata_host: identity.host().to_string(),
+        metadata_tls: true,
+        zone: manifest.site.to_string(),
+        config_drive: manifest.config_drive,
+    }
+    .apply_to(&mut v);
+    Ok(v)
+}

@@ -1,0 +1,7 @@
+//! The edge's side: what runs on an edge host. It joins the host to a
+//! control plane with a bundle and keeps it in step afterwards: config sync,
+//! progress reports and its node certificate ([`join`]). It speaks to the
+//! centre only through `crate::wire`; nothing here uses `crate::centre`.
+
+pub mod install;
+pub mod join;
