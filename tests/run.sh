@@ -170,14 +170,14 @@ chain_wanted() {
 # the deploy, the lab that hosts the bare-metal site — or when asked for.
 # The ISO holds what the recipes of the edge role name, and is built through
 # the host adapters, so both count.
-EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/join src/serve
-    src/site_deploy src/sites/progress.rs src/engine src/deploy src/lab tests/common
-    tests/image_e2e.rs tests/site_deploy_e2e.rs)
+EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/edge src/wire
+    src/wire.rs src/centre/serve src/centre/site_deploy src/centre/sites/progress.rs src/engine
+    src/deploy src/lab tests/common tests/image_e2e.rs tests/site_deploy_e2e.rs)
 # The edge lab's long lifecycle drills (a CA rotation; the control plane
 # backed up, replaced by a blank host and restored: about 15 minutes) run
 # when their code changed in the last commit, or when asked for.
-LIFECYCLE_PATHS=(src/certs src/backup src/serve/certificate.rs src/join/node_cert.rs
-    src/lab/manage.rs tests/lifecycle)
+LIFECYCLE_PATHS=(src/certs src/centre/renewal src/centre/backup src/centre/serve/certificate.rs
+    src/edge/join/node_cert.rs src/lab/manage.rs tests/lifecycle)
 lifecycle_wanted() { chain_wanted DCN_LAB_LIFECYCLE no "${LIFECYCLE_PATHS[@]}"; }
 
 # The container labs (tests/lab_e2e.rs: the control plane and its guests;
@@ -187,7 +187,7 @@ lifecycle_wanted() { chain_wanted DCN_LAB_LIFECYCLE no "${LIFECYCLE_PATHS[@]}"; 
 # through BMCs and the tests of those (the edge chain's own), and the docs.
 # A landing of the edge chain's work then fits in CI's budget: the chain
 # alone is about 50 minutes here, and lab_e2e 15 more.
-NOT_LAB_PATHS=(images src/image src/bmc src/site_deploy src/lab/bare_metal
+NOT_LAB_PATHS=(images src/image src/edge/install src/bmc src/centre/site_deploy src/lab/bare_metal
     tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs
     tests/common/bare_metal.rs tests/ssh_hostkeys.rs docs README.md)
 lab_wanted() {

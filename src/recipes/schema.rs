@@ -124,7 +124,7 @@ pub enum SiteCredentialRecipe {
 #[serde(rename_all = "camelCase")]
 pub enum RabbitAccess {
     /// nova-compute's own queues and exchanges, and nothing of any other
-    /// node or service (`sites::provision::RabbitPermissions::compute_node`).
+    /// node or service (`centre::sites::provision::RabbitPermissions::compute_node`).
     ComputeNode,
 }
 
