@@ -10,7 +10,7 @@
 
 mod table;
 
-pub use table::{Column, Table, cell, cut, pad};
+pub use table::{Column, Table, cell, cut, head, pad};
 
 use std::borrow::Cow;
 use std::fmt::Write;

@@ -311,7 +311,7 @@ impl ProgressReport {
     /// [`MAX_LOG_LINES`] lines), and then to fewer lines until its JSON fits
     /// in [`PROGRESS_MAX_BODY`].
     pub fn bounded(mut self) -> ProgressReport {
-        let cut = |t: &str, max: usize| t.chars().take(max).collect::<String>();
+        let cut = |t: &str, max: usize| crate::terminal_text::head(t, max).to_string();
         self.hostname = cut(&self.hostname, 253);
         self.detail = self.detail.map(|d| cut(&d, MAX_DETAIL));
         let skip = self.log.len().saturating_sub(MAX_LOG_LINES);

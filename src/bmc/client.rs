@@ -340,8 +340,7 @@ impl Client {
             "{} {} -> {status}: {}",
             req.method,
             req.path,
-            self.redactor
-                .clean(&body.chars().take(4096).collect::<String>())
+            self.redactor.clean(crate::terminal_text::head(&body, 4096))
         );
         Ok((status, etag, body))
     }

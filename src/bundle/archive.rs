@@ -40,17 +40,11 @@ pub(super) fn read_members(input: impl Read) -> Result<RawMembers, BundleError> 
 }
 
 fn read_capped(input: impl Read) -> Result<Vec<u8>, BundleError> {
-    let mut buf = Vec::new();
-    input
-        .take(MAX_COMPRESSED_SIZE + 1)
-        .read_to_end(&mut buf)
-        .map_err(|error| BundleError::Read { error })?;
-    if buf.len() as u64 > MAX_COMPRESSED_SIZE {
-        return Err(BundleError::TooLarge {
+    crate::io::read_at_most(input, MAX_COMPRESSED_SIZE)
+        .map_err(|error| BundleError::Read { error })?
+        .ok_or(BundleError::TooLarge {
             limit: MAX_COMPRESSED_SIZE,
-        });
-    }
-    Ok(buf)
+        })
 }
 
 /// Decompress one gzip member into `out`, reading at most `limit + 1`
@@ -77,11 +71,10 @@ pub(super) fn inflate_into(
         });
     }
     let mut decoder = flate2::bufread::GzDecoder::new(compressed);
-    if let Err(e) = (&mut decoder).take(limit + 1).read_to_end(out) {
-        return Err(gzip_error(e));
-    }
-    if out.len() as u64 > limit {
-        return Err(BundleError::DecompressedTooLarge { limit });
+    match crate::io::read_at_most_into(&mut decoder, limit, out) {
+        Err(e) => return Err(gzip_error(e)),
+        Ok(false) => return Err(BundleError::DecompressedTooLarge { limit }),
+        Ok(true) => {}
     }
     let rest = decoder.into_inner();
     if !rest.is_empty() {

@@ -13,7 +13,6 @@
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -195,10 +194,9 @@ pub fn read(path: &Path, spec: &ReadSpec) -> Result<Vec<u8>, ReadError> {
     let file = open(path, spec)?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::with_capacity(len.min(spec.max) as usize);
-    file.take(spec.max.saturating_add(1))
-        .read_to_end(&mut bytes)
+    let fits = crate::io::read_at_most_into(file, spec.max, &mut bytes)
         .map_err(|e| ReadError::io(path, e))?;
-    if bytes.len() as u64 > spec.max {
+    if !fits {
         return Err(ReadError::TooLarge {
             path: path.to_path_buf(),
             size: None,

@@ -187,7 +187,8 @@ fn send(
                     method: method.to_string(),
                     url: url.to_string(),
                     status,
-                    body: r.text().unwrap_or_default().chars().take(500).collect(),
+                    body: crate::terminal_text::head(&r.text().unwrap_or_default(), 500)
+                        .to_string(),
                 }));
             }
             Ok(r) if r.status().is_client_error() => {
@@ -195,7 +196,8 @@ fn send(
                     method: method.to_string(),
                     url: url.to_string(),
                     status: r.status().as_u16(),
-                    body: r.text().unwrap_or_default().chars().take(500).collect(),
+                    body: crate::terminal_text::head(&r.text().unwrap_or_default(), 500)
+                        .to_string(),
                 }
                 .into());
             }

@@ -122,11 +122,16 @@ impl Table {
 pub fn cell(text: &str, max: usize) -> String {
     // Escaping only lengthens text, so the first max + 1 characters decide
     // both what is shown and whether it is cut.
-    let head = match text.char_indices().nth(max.saturating_add(1)) {
+    cut(&sanitize(head(text, max.saturating_add(1))), max).into_owned()
+}
+
+/// The first `max` characters of `text` (all of it when shorter), without
+/// copying: the one way dcn bounds text it keeps, sends or logs.
+pub fn head(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
         Some((end, _)) => &text[..end],
         None => text,
-    };
-    cut(&sanitize(head), max).into_owned()
+    }
 }
 
 /// At most `max` characters of `text`, the last one `…` when it was cut.

@@ -125,9 +125,9 @@ fn node_done(frames: &mut [Frame]) {
 /// A key for a message: quoted, control characters escaped, cut short.
 fn quoted(key: &[u8]) -> String {
     let text = String::from_utf8_lossy(key);
-    let cut: String = text.chars().take(64).collect();
+    let cut = crate::terminal_text::head(&text, 64);
     let more = if cut.len() < text.len() { "…" } else { "" };
-    format!("{:?}{more}", cut)
+    format!("{cut:?}{more}")
 }
 
 /// [`check`], then deserialise with serde_yaml.

@@ -53,7 +53,7 @@ pub fn report(
     let (mut node, _) = authenticated_node(&registry, hostname, bearer)?;
     let error = applied
         .error
-        .map(|e| sanitize(&e.chars().take(MAX_DETAIL).collect::<String>()).into_owned());
+        .map(|e| sanitize(crate::terminal_text::head(&e, MAX_DETAIL)).into_owned());
     node.config = Some(Box::new(AppliedConfig {
         revision: applied.revision,
         reported_at: rfc3339(SystemTime::now()),

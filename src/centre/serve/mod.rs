@@ -232,9 +232,7 @@ pub fn answer_join(
 /// forged line, an escape sequence cannot reach a terminal) and cut short.
 fn shown(text: &str) -> String {
     const MAX: usize = 80;
-    let mut cut: String = text.chars().take(MAX).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    format!("{cut:?}")
+    let cut = crate::terminal_text::head(text, MAX);
+    let more = if cut.len() < text.len() { "…" } else { "" };
+    format!("{cut:?}{more}")
 }

@@ -88,7 +88,7 @@ impl JoinClient {
             Ok(e) => Err(Refused(e).into()),
             Err(_) => anyhow::bail!(
                 "{what}: the join service answered {status}: {}",
-                body.chars().take(200).collect::<String>()
+                crate::terminal_text::head(&body, 200)
             ),
         }
     }

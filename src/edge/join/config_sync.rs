@@ -118,7 +118,7 @@ fn apply_and_report(
             Ok(synced)
         }
         Err(e) => {
-            let why: String = format!("{e:#}").chars().take(MAX_DETAIL).collect();
+            let why = crate::terminal_text::head(&format!("{e:#}"), MAX_DETAIL).to_string();
             let report = ConfigApplied {
                 revision: applied.revision,
                 error: Some(format!("revision {}: {why}", reply.revision)),
