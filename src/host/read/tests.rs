@@ -1,3 +1,4 @@
+use std::io::Read;
 use super::testing::{bounded, special_files};
 use super::*;
 use std::os::unix::fs::PermissionsExt;
