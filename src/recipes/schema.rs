@@ -2,6 +2,14 @@
 //! over the [`super::Values`] (`{{ cp.address }}`, `{{ workers.nova }}`,
 //! `{{ password.nova_db }}`); unknown fields are errors.
 
+mod credentials;
+mod lifecycle;
+mod steps;
+
+pub use credentials::*;
+pub use lifecycle::*;
+pub use steps::*;
+
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -98,36 +106,6 @@ pub struct ServiceRecipe {
     pub health: Vec<HealthCheck>,
 }
 
-/// One credential a joining node gets, by kind.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
-pub enum SiteCredentialRecipe {
-    /// A RabbitMQ user of the node's own, `username` templated with
-    /// `host.hostname`, allowed what `access` names.
-    #[serde(rename_all = "camelCase")]
-    RabbitmqUser {
-        username: String,
-        access: RabbitAccess,
-    },
-    /// A keystone user of the node's own in the `service` project, with
-    /// the admin and service roles (as the control plane's service users).
-    #[serde(rename_all = "camelCase")]
-    KeystoneUser { username: String },
-    /// One of the control plane's own passwords (declared under
-    /// `passwords:` by a control-plane service), the same for every node:
-    /// a secret both sides must share, such as nova's metadata secret.
-    ControlPlaneSecret,
-}
-
-/// What a node's RabbitMQ user may reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum RabbitAccess {
-    /// nova-compute's own queues and exchanges, and nothing of any other
-    /// node or service (`centre::sites::provision::RabbitPermissions::compute_node`).
-    ComputeNode,
-}
-
 /// Init phases a service can belong to, in run order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -154,103 +132,6 @@ pub struct DirectoryRecipe {
 
 fn mode_0750() -> String {
     "0750".into()
-}
-
-/// A leaf certificate of the dcn CA (or, for hosts that join, the node's
-/// own), with the CA certificate, installed where a service reads it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CertificateRecipe {
-    /// The leaf: `api`, `rabbitmq`, `ovn-sb`, `join`, or `node`.
-    pub leaf: String,
-    pub cert: String,
-    pub key: String,
-    pub ca: String,
-    #[serde(default = "root")]
-    pub owner: String,
-    #[serde(default = "root")]
-    pub group: String,
-    #[serde(default)]
-    pub when_role: Option<String>,
-    /// What the service needs to use a renewed certificate (or a new CA
-    /// file): every certificate says, so renewal never guesses.
-    pub on_renew: OnRenew,
-}
-
-/// One part of a control-plane backup: a dump made by a command and loaded
-/// back by another, or files kept as they are (with their modes and
-/// owners). Dumps are made of services of the infrastructure phase, which
-/// `dcn restore` has running before it loads them.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct BackupRecipe {
-    /// The part's name: its member in the archive and its line in reports.
-    pub name: String,
-    /// A command whose stdout is the dump. An argument that is exactly
-    /// `{{ databases }}` stands for every database the recipes of the host
-    /// declare, one argument each.
-    #[serde(default)]
-    pub dump: Option<Vec<String>>,
-    /// The command that loads the dump from its stdin.
-    #[serde(default)]
-    pub restore: Option<Vec<String>>,
-    /// Files and directories kept as they are.
-    #[serde(default)]
-    pub paths: Vec<String>,
-    /// Only with `dcn backup --with-images`.
-    #[serde(default)]
-    pub only_with_images: bool,
-}
-
-impl BackupRecipe {
-    /// A dump with its restore, or paths.
-    pub fn check(&self) -> Result<(), String> {
-        match (&self.dump, &self.restore, self.paths.is_empty()) {
-            (Some(d), Some(r), true) if !d.is_empty() && !r.is_empty() => Ok(()),
-            (None, None, false) if self.paths.iter().all(|p| p.starts_with('/')) => Ok(()),
-            (None, None, false) => Err("its paths must be absolute".into()),
-            _ => Err("a backup part is either `dump` with `restore` (commands), or `paths`".into()),
-        }
-    }
-}
-
-/// How a service takes up a renewed certificate without dropping what it
-/// serves: exactly one of these.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct OnRenew {
-    /// `systemctl try-reload-or-restart` of this unit (a reload that keeps
-    /// open connections, such as haproxy's).
-    #[serde(default)]
-    pub reload: Option<String>,
-    /// Run this command…
-    #[serde(default)]
-    pub run: Option<Vec<String>>,
-    /// …which this says, in reports (`replaced in the running haproxy`).
-    #[serde(default)]
-    pub says: Option<String>,
-    /// The service reads its certificate files again by itself when they
-    /// change (for its next connections).
-    #[serde(default)]
-    pub rereads: bool,
-}
-
-impl OnRenew {
-    /// Exactly one way is given.
-    pub fn check(&self) -> Result<(), String> {
-        let given = [self.reload.is_some(), self.run.is_some(), self.rereads];
-        if self.run.is_some() != self.says.is_some() {
-            return Err(
-                "onRenew's run and says go together: the command, and what it does in a few words"
-                    .into(),
-            );
-        }
-        match given.iter().filter(|g| **g).count() {
-            1 => Ok(()),
-            0 => Err("onRenew must say how the service takes up a renewed certificate: reload, run or rereads: true".into()),
-            _ => Err("onRenew must give one of reload, run and rereads, not several".into()),
-        }
-    }
 }
 
 /// One config file.
@@ -295,7 +176,7 @@ pub struct KeystoneAuth {
     pub password: String,
 }
 
-fn root() -> String {
+pub(super) fn root() -> String {
     "root".into()
 }
 
@@ -352,81 +233,4 @@ pub struct IdentityRecipe {
     /// the control plane's own services; the public URL when absent.
     #[serde(default)]
     pub internal_url: Option<String>,
-}
-
-/// A setup command.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetupCommand {
-    /// Journal name of the step.
-    pub name: String,
-    /// argv; templated. Must not contain secrets.
-    pub run: Vec<String>,
-    /// Run as this user (through `runuser`).
-    #[serde(default)]
-    pub user: Option<String>,
-    /// Environment variables set to passwords: variable -> password name.
-    #[serde(default)]
-    pub secret_env: BTreeMap<String, String>,
-    /// Attempts, one second apart (for commands that race a starting
-    /// daemon's socket).
-    #[serde(default = "one")]
-    pub attempts: u32,
-    /// Time limit in seconds.
-    #[serde(default = "setup_timeout")]
-    pub timeout: u64,
-    /// Exit codes that count as success besides 0.
-    #[serde(default)]
-    pub ok_codes: Vec<i32>,
-    /// Only for hosts whose roles include this one.
-    #[serde(default)]
-    pub when_role: Option<String>,
-    /// Run after the service's units are started (default: before).
-    #[serde(default)]
-    pub after_start: bool,
-    /// A read-only command (argv, templated; run as root) whose success
-    /// means the command's effect is there: a run that finds it (and last
-    /// ran the same command) skips the command. A power cut can lose what
-    /// another daemon had not written back, so the journal alone never
-    /// decides.
-    #[serde(default)]
-    pub check: Option<Vec<String>>,
-    /// The same as a query to MariaDB (as root): the effect is there when
-    /// it returns a row.
-    #[serde(default)]
-    pub check_sql: Option<String>,
-    /// The command is cheap and idempotent, and runs on every run instead
-    /// of being checked. Every command has exactly one of `check`,
-    /// `checkSql` and `rerun`.
-    #[serde(default)]
-    pub rerun: bool,
-    /// The service's databases whose schema this command creates or
-    /// migrates. MariaDB cannot roll back a schema change, so a sync cut
-    /// halfway leaves tables that its check may find and that make its next
-    /// run fail: a sync that dcn saw start and not end is never done, and
-    /// one that began on empty databases begins again from empty ones.
-    #[serde(default)]
-    pub schema: Vec<String>,
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn setup_timeout() -> u64 {
-    600
-}
-
-/// A health check.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub enum HealthCheck {
-    /// The port accepts TCP connections (templated host: `{{ cp.address }}`).
-    Tcp { host: String, port: u16 },
-    /// `GET url` answers with a status below 500.
-    Http { url: String },
-    /// A command exits 0.
-    Command { run: Vec<String> },
-    /// A unit is active.
-    Unit { name: String },
 }

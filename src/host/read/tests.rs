@@ -1,6 +1,6 @@
-use std::io::Read;
 use super::testing::{bounded, special_files};
 use super::*;
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 

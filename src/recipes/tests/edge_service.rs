@@ -1,0 +1,201 @@
+//! The walk-through of docs/adding-an-edge-service.md as a test: a service
+//! added by a recipe alone reaches every place an edge service must.
+
+use super::*;
+
+/// A service the edge role gains by its recipe and one role line, and
+/// nothing else: the ISO's packages and units, preflight's ports, the
+/// bundle's config keys and the edge's rendered files all follow. The
+/// endpoint it needs at the centre is a control-plane recipe's catalog
+/// entry, which the bundle then exports to the edge.
+#[test]
+fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files() {
+    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nsiteCredentials:\n  cinder_service: {kind: keystoneUser, username: 'dcn-cinder-{{ host.hostname }}'}\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  mode: '0640'\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}', glance_api_servers: '{{ export.image }}'}\n    keystone_authtoken: {www_authenticate_uri: '{{ export.volumev3 }}'}\n  keystoneAuth:\n    nova: {username: '{{ user.cinder_service }}', password: cinder_service}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
+    let mut files = embedded_files();
+    for (path, text) in &mut files {
+        if path.ends_with("roles/edge.yaml") {
+            *text = text.replace("dcn-config-sync]", "dcn-config-sync, cinder-volume]");
+        }
+    }
+    files.push((
+        format!("{RELEASE}/services/cinder-volume.yaml"),
+        FAKE.to_string(),
+    ));
+    const CENTRE: &str = "service: cinder-api\ndescription: block storage API (test)\nphase: services\nidentity: {name: cinder, type: volumev3, url: 'https://{{ cp.address }}:8776/v3'}\n";
+    files.push((
+        format!("{RELEASE}/services/cinder-api.yaml"),
+        CENTRE.to_string(),
+    ));
+    let recipes = Recipes::from_files(files).unwrap();
+
+    // The edge ISO installs its packages and keeps its units off.
+    assert!(
+        recipes
+            .packages_for_roles(&["edge"])
+            .unwrap()
+            .contains(&"cinder-volume".into())
+    );
+    let units = recipes.units_for_roles(&["edge"]).unwrap();
+    assert!(units.contains(&"cinder-volume.service".into()), "{units:?}");
+    assert!(units.contains(&"tgt.service".into()), "{units:?}");
+
+    // Preflight on an edge checks its port.
+    use crate::preflight::{Params, Role, checks::required_ports_in};
+    let ports = required_ports_in(&recipes, Role::Edge, &Params::default());
+    assert!(ports.contains(&(3260, "cinder-volume".into())), "{ports:?}");
+
+    // Its config key is an edge key: it travels in the bundle, which this
+    // catalogue accepts and the embedded one (without the service) refuses.
+    assert_eq!(
+        recipes.edge_config_keys(),
+        ["cinderVolume", "novaCompute", "ovnMetadataAgent"]
+    );
+    let custom = BTreeMap::from([(
+        "cinderVolume".to_string(),
+        crate::types::IniText::try_from("[DEFAULT]\ndebug = true\n".to_string()).unwrap(),
+    )]);
+    let manifest = sample_manifest(&recipes, &custom);
+    assert_eq!(manifest.custom_service_config, custom);
+    let refused = manifest.validate().unwrap_err();
+    assert_eq!(refused.path, "customServiceConfig.cinderVolume");
+    let known = manifest.validate_with(&recipes).unwrap_err();
+    assert_eq!(
+        known.path, "members",
+        "only the digests write_bundle adds are missing"
+    );
+
+    // The edge's plan renders its file and the operator's drop-in.
+    let root = tempfile::tempdir().unwrap();
+    let host = crate::host::Host::with_runner(
+        root.path(),
+        std::sync::Arc::new(crate::host::RecordingRunner::default()),
+        true,
+    );
+    // The bundle exports the new endpoint, as the control plane renders it.
+    let volume = manifest
+        .control_plane
+        .exports
+        .get("volumev3")
+        .map(|e| e.to_string());
+    assert_eq!(volume.as_deref(), Some("https://10.240.0.10:8776/v3"));
+    // The join service provisions its user by kind, and the edge renders
+    // with what the reply carries.
+    let accounts = RecordingAccounts::default();
+    let mut shared = crate::passwords::PasswordStore::default();
+    shared.ensure(["metadata_secret"]);
+    let given =
+        crate::centre::sites::accounts::grant(&accounts, &recipes, &shared, "edge1-n1").unwrap();
+    let cinder = crate::recipes::site_credentials::NodeAccount::Keystone {
+        username: "dcn-cinder-edge1-n1".into(),
+    };
+    assert!(accounts.0.lock().unwrap().contains(&cinder), "{accounts:?}");
+    assert_eq!(
+        given["cinder_service"].username.as_deref(),
+        Some("dcn-cinder-edge1-n1")
+    );
+    let creds = crate::edge::join::edge::Credentials {
+        site: "edge1".into(),
+        node_secret: crate::secrets::Secret::new("n"),
+        credentials: given.clone(),
+    };
+    let values = crate::edge::join::edge::values(
+        &manifest,
+        &creds,
+        "edge1-n1",
+        "10.240.1.20".parse().unwrap(),
+        &crate::host::facts::HostFacts {
+            cpus: 2,
+            virt_type: "qemu".into(),
+            container: false,
+            ovs_datapath: "netdev".into(),
+        },
+    )
+    .unwrap();
+    let edge: Vec<String> = (recipes.services_for_roles(&["edge"]).unwrap().iter())
+        .map(|s| s.service.clone())
+        .collect();
+    assert!(edge.contains(&"cinder-volume".into()));
+    let plan = crate::deploy::Plan {
+        recipes: recipes.clone(),
+        // The other edge services need the join's values to render.
+        services: vec!["cinder-volume".into()],
+        values: std::sync::Arc::new(values),
+        custom_config: BTreeMap::from([(
+            "cinderVolume".into(),
+            "[DEFAULT]\ndebug = true\n".into(),
+        )]),
+        source: crate::types::PackageSource::Mirror,
+        certs: std::sync::Arc::new(NoCertificates),
+    };
+    crate::engine::run(&[plan.configure_phase().unwrap()], &host).unwrap();
+    let planned: Vec<(String, String)> = (host.files.planned().into_iter())
+        .map(|c| (c.path, c.diff))
+        .collect();
+    let rendered = |path: &str| {
+        planned
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, d)| d.clone())
+    };
+    // It holds the user's password, so the plan shows no diff of it.
+    let note = rendered("/etc/cinder/cinder.conf.d/10-dcn.conf").unwrap();
+    assert!(
+        !note.contains(given["cinder_service"].password.expose()),
+        "{note}"
+    );
+    let service = recipes.service("cinder-volume").unwrap();
+    let files = crate::recipes::render_files(service, &plan.values).unwrap();
+    let conf = &files[0];
+    assert_eq!(conf.path, "/etc/cinder/cinder.conf.d/10-dcn.conf");
+    for line in [
+        "host = edge1-n1",
+        "glance_api_servers = https://10.240.0.10:9292",
+        "www_authenticate_uri = https://10.240.0.10:8776/v3",
+        "username = dcn-cinder-edge1-n1",
+        &format!("password = {}", given["cinder_service"].password.expose()),
+    ] {
+        assert!(conf.contents.contains(line), "{line} in {}", conf.contents);
+    }
+    assert!(
+        rendered("/etc/cinder/cinder.conf.d/90-custom.conf").is_some(),
+        "{planned:?}"
+    );
+}
+
+/// The node accounts the join service asks for.
+#[derive(Debug, Default)]
+struct RecordingAccounts(std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>);
+
+impl crate::centre::sites::reserved::ComputeHosts for RecordingAccounts {
+    fn is_compute_host(&self, _: &str) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+impl crate::centre::sites::accounts::NodeAccounts for RecordingAccounts {
+    fn ensure(
+        &self,
+        _: &str,
+        account: &crate::recipes::site_credentials::NodeAccount,
+        _: &crate::secrets::Secret,
+    ) -> Result<()> {
+        self.0.lock().unwrap().push(account.clone());
+        Ok(())
+    }
+
+    fn delete(&self, _: &str, _: &crate::recipes::site_credentials::NodeAccount) -> Result<()> {
+        unreachable!("a join deletes nothing")
+    }
+}
+
+/// The fake service has no certificates.
+struct NoCertificates;
+
+impl crate::deploy::CertSource for NoCertificates {
+    fn leaf(&self, _: &crate::host::Files, name: &str) -> Result<(String, crate::secrets::Secret)> {
+        bail!("no certificate {name} in this test")
+    }
+    fn ca(&self, _: &crate::host::Files) -> Result<String> {
+        bail!("no CA in this test")
+    }
+}
