@@ -37,6 +37,14 @@ const PASSWORD_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs
 /// 32 characters of a 62-letter alphabet: about 190 bits.
 pub const PASSWORD_LENGTH: usize = 32;
 
+/// `sha256:<hex>` of a bearer secret (a join token, a node secret): what
+/// the control plane keeps instead of the secret, to check one presented
+/// to it without storing it.
+pub fn stored_hash(secret: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("sha256:{}", hex::encode(Sha256::digest(secret.as_bytes())))
+}
+
 /// A new random password from the OS CSPRNG.
 pub fn generate_password() -> Secret {
     Secret(random_string(PASSWORD_LENGTH, PASSWORD_ALPHABET))

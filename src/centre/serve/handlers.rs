@@ -11,10 +11,9 @@ use crate::centre::sites::{
 };
 use crate::host::Host;
 use crate::passwords::PasswordStore;
-use crate::secrets::random_string;
+use crate::secrets::{random_string, stored_hash};
 use crate::timefmt::{parse_rfc3339, rfc3339, rough};
 use crate::wire::{ErrorReply, JoinReply, JoinRequest, NodeStatus};
-use sha2::{Digest, Sha256};
 use std::time::SystemTime;
 
 /// A refusal: HTTP status, reason and message.
@@ -40,10 +39,6 @@ pub(super) fn internal(e: anyhow::Error) -> Refusal {
         "internal",
         "the join service failed; see `journalctl -u dcn-join` on the control plane",
     )
-}
-
-pub(super) fn hash(secret: &str) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(secret.as_bytes())))
 }
 
 /// The record of a presented join token and its site, if the token is
@@ -232,7 +227,7 @@ pub fn join(
                 .as_ref()
                 .map(|n| n.joined_at.clone())
                 .unwrap_or_else(|| rfc3339(now)),
-            secret_hash: hash(&node_secret),
+            secret_hash: stored_hash(&node_secret),
             state: existing
                 .as_ref()
                 .map(|n| n.state)
@@ -313,7 +308,7 @@ pub(super) fn authenticated_node(
 ) -> Result<(NodeRecord, Site), Refusal> {
     let node = registry.node(hostname).map_err(internal)?;
     let node = match (node, bearer) {
-        (Some(n), Some(b)) if n.secret_hash == hash(b) => n,
+        (Some(n), Some(b)) if n.secret_hash == stored_hash(b) => n,
         _ => {
             return Err(refuse(
                 401,

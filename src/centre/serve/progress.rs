@@ -14,7 +14,7 @@
 //! A refusal writes nothing. What is kept is bounded and made safe to print
 //! by [`crate::centre::sites::progress`].
 
-use super::handlers::{Refusal, hash, internal, refuse, valid_token};
+use super::handlers::{Refusal, internal, refuse, valid_token};
 use crate::bundle::JoinToken;
 use crate::centre::sites::progress::{ProgressRecord, ProgressStore};
 use crate::centre::sites::{Lock, Registry};
@@ -74,7 +74,7 @@ fn writable(
     let store = ProgressStore::new(registry.files());
     let existing = store.get(hostname).map_err(internal)?;
     if let Some(node) = registry.node(hostname).map_err(internal)? {
-        if node.secret_hash.is_empty() || node.secret_hash != hash(bearer) {
+        if node.secret_hash.is_empty() || node.secret_hash != crate::secrets::stored_hash(bearer) {
             return Err(refuse(
                 401,
                 "token-unknown",

@@ -55,7 +55,7 @@ impl Centre {
                 secret_hash: if secret.is_empty() {
                     String::new()
                 } else {
-                    hash(secret)
+                    crate::secrets::stored_hash(secret)
                 },
                 ..NodeRecord::for_test(hostname, site, NodeState::Joined)
             })
