@@ -12,8 +12,10 @@
 //! run.
 
 mod journal;
+pub mod stopwatch;
 
 pub use journal::Journal;
+pub use stopwatch::Stopwatch;
 
 use crate::host::{Host, PlannedChange};
 use anyhow::{Context as _, Result};

@@ -109,6 +109,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
     let mut timer = Timer {
         report: Report::default(),
         started: Instant::now(),
+        watch: crate::engine::Stopwatch::new(),
     };
     let recipes = crate::recipes::Recipes::embedded()?;
     let mut packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;

@@ -2,6 +2,7 @@
 //! by [`Timer`]), the control plane's memory and each edge's join.
 
 use super::memory;
+use crate::engine::Stopwatch;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -41,18 +42,19 @@ pub struct PhaseTime {
 pub(super) struct Timer {
     pub(super) report: Report,
     pub(super) started: Instant,
+    pub(super) watch: Stopwatch,
 }
 
 impl Timer {
     pub(super) fn phase<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        tracing::info!("==> {name}");
-        let t = Instant::now();
-        let r = f().with_context(|| format!("lab phase {name}"))?;
-        let secs = t.elapsed().as_secs_f64();
-        tracing::info!("<== {name}: {secs:.1}s");
+        let r = self
+            .watch
+            .time(name, f)
+            .with_context(|| format!("lab phase {name}"))?;
+        let (_, took) = self.watch.laps().last().expect("the phase just finished");
         self.report.phases.push(PhaseTime {
             phase: name.to_string(),
-            seconds: secs,
+            seconds: took.as_secs_f64(),
         });
         Ok(r)
     }

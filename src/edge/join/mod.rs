@@ -16,6 +16,7 @@ pub mod reporter;
 
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle_file};
 use crate::deployment::Deployment;
+use crate::engine::Stopwatch;
 use crate::host::Host;
 use crate::pki::Pin;
 use crate::types::PackageSource;
@@ -65,34 +66,24 @@ pub const FIRSTBOOT_ENV: &str = "DCN_FIRSTBOOT";
 
 /// Each step timed, logged and reported to the control plane.
 struct Timer {
-    steps: Vec<(String, Duration)>,
+    watch: Stopwatch,
     reporter: Reporter,
 }
 
 impl Timer {
     fn step<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        tracing::info!("==> {name}");
         self.reporter.phase(Phase::JoinStep, Some(name));
-        self.timed(name, f)
+        self.watch.time(name, f)
     }
 
     /// A step that starts once the reports queued so far (its own
     /// included) have left, or [`REPORTS_BEFORE_JOIN`] passed.
     fn step_after_reports<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        tracing::info!("==> {name}");
         self.reporter.phase(Phase::JoinStep, Some(name));
         if !self.reporter.flush(REPORTS_BEFORE_JOIN) {
             tracing::debug!("progress reports are still queued; the centre may refuse them");
         }
-        self.timed(name, f)
-    }
-
-    fn timed<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let t = Instant::now();
-        let r = f()?;
-        self.steps.push((name.to_string(), t.elapsed()));
-        tracing::info!("<== {name}: {:.1}s", t.elapsed().as_secs_f64());
-        Ok(r)
+        self.watch.time(name, f)
     }
 }
 
@@ -100,7 +91,7 @@ impl Timer {
 /// step to it (best effort), and the failure if it fails.
 pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
     let mut timer = Timer {
-        steps: Vec::new(),
+        watch: Stopwatch::new(),
         reporter: Reporter::off(),
     };
     let _lock = node_lock(host)?;
@@ -192,7 +183,7 @@ fn join_verified(
         site,
         hostname,
         address: address.to_string(),
-        steps: std::mem::take(&mut timer.steps),
+        steps: std::mem::take(&mut timer.watch).into_laps(),
         rejoined,
     })
 }

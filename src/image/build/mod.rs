@@ -116,22 +116,18 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
 
     let mut stages = Vec::new();
+    let mut watch = crate::engine::Stopwatch::new();
     let mut stage = |name: &str, f: &mut dyn FnMut() -> Result<String>| -> Result<()> {
-        eprintln!("==> {name}");
-        let t = Instant::now();
-        let note = f().with_context(|| format!("image build stage {name}"))?;
-        let seconds = t.elapsed().as_secs_f64();
-        eprintln!(
-            "<== {name}: {seconds:.1}s{}",
-            if note.is_empty() {
-                String::new()
-            } else {
-                format!(" ({note})")
-            }
-        );
+        let note = watch
+            .time(name, &mut *f)
+            .with_context(|| format!("image build stage {name}"))?;
+        if !note.is_empty() {
+            tracing::info!("    {name}: {note}");
+        }
+        let (_, took) = watch.laps().last().expect("the stage just finished");
         stages.push(StageTime {
             stage: name.to_string(),
-            seconds,
+            seconds: took.as_secs_f64(),
             note,
         });
         Ok(())
