@@ -58,13 +58,15 @@ fn joins_and_refusals_over_https() {
         reply.credentials.keys().collect::<Vec<_>>(),
         ["compute_service", "metadata_secret", "site_rabbit"]
     );
-    let rabbit = NodeAccount::Rabbitmq {
-        username: "dcn-node-node1".into(),
-        access: dcn::recipes::RabbitAccess::ComputeNode,
+    let accounts = dcn::recipes::Recipes::embedded()
+        .unwrap()
+        .node_accounts("node1")
+        .unwrap();
+    let [rabbit, keystone] = accounts.as_slice() else {
+        panic!("two accounts: {accounts:?}");
     };
-    let keystone = NodeAccount::Keystone {
-        username: "dcn-node-node1".into(),
-    };
+    assert_eq!(rabbit.to_string(), "RabbitMQ user dcn-node-node1");
+    assert_eq!(keystone.to_string(), "keystone user dcn-node-node1");
     let given = |name: &str, account: &NodeAccount| {
         let c = &reply.credentials[name];
         assert_eq!(c.username.as_deref(), Some(account.username()));
@@ -73,8 +75,8 @@ fn joins_and_refusals_over_https() {
             cp.accounts.password("node1", account).as_ref()
         );
     };
-    given("site_rabbit", &rabbit);
-    given("compute_service", &keystone);
+    given("site_rabbit", rabbit);
+    given("compute_service", keystone);
     assert_ne!(
         reply.credentials["site_rabbit"].password,
         reply.credentials["compute_service"].password

@@ -6,7 +6,7 @@
 //! `{{ password.<name> }}` with them. An edge service that needs a user of
 //! its own is a recipe change only.
 
-use super::{RabbitAccess, Recipes, SiteCredentialRecipe, Values, render_str};
+use super::{RabbitPermissionsRecipe, Recipes, SiteCredentialRecipe, Values, render_str};
 use anyhow::{Result, bail};
 use std::collections::BTreeMap;
 
@@ -21,12 +21,51 @@ pub struct SiteCredential<'a> {
     pub kind: &'a SiteCredentialRecipe,
 }
 
+/// What a RabbitMQ user may do on the vhost `/`, rendered for one user:
+/// regular expressions over exchange and queue names (`set_permissions`)
+/// and, optionally, (exchange, routing keys it may publish, binding keys it
+/// may bind) on one topic exchange (`set_topic_permissions`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RabbitPermissions {
+    pub configure: String,
+    pub write: String,
+    pub read: String,
+    pub topic: Option<(String, String, String)>,
+}
+
+impl RabbitPermissions {
+    /// Everything: the control plane's own services.
+    pub fn all() -> RabbitPermissions {
+        RabbitPermissions {
+            configure: ".*".into(),
+            write: ".*".into(),
+            read: ".*".into(),
+            topic: None,
+        }
+    }
+
+    /// A recipe's permissions for the node `hostname`.
+    fn render(recipe: &RabbitPermissionsRecipe, hostname: &str) -> Result<RabbitPermissions> {
+        let values = node_values(hostname);
+        let r = |template: &str| render_str(template, &values);
+        Ok(RabbitPermissions {
+            configure: r(&recipe.configure)?,
+            write: r(&recipe.write)?,
+            read: r(&recipe.read)?,
+            topic: match &recipe.topic {
+                Some(t) => Some((r(&t.exchange)?, r(&t.write)?, r(&t.read)?)),
+                None => None,
+            },
+        })
+    }
+}
+
 /// An account the control plane keeps for one node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NodeAccount {
     Rabbitmq {
         username: String,
-        access: RabbitAccess,
+        permissions: RabbitPermissions,
     },
     Keystone {
         username: String,
@@ -61,12 +100,13 @@ impl SiteCredential<'_> {
     pub fn account(&self, hostname: &str) -> Result<Option<NodeAccount>> {
         let user = |template: &str| username(template, hostname);
         Ok(match self.kind {
-            SiteCredentialRecipe::RabbitmqUser { username, access } => {
-                Some(NodeAccount::Rabbitmq {
-                    username: user(username)?,
-                    access: *access,
-                })
-            }
+            SiteCredentialRecipe::RabbitmqUser {
+                username,
+                permissions,
+            } => Some(NodeAccount::Rabbitmq {
+                username: user(username)?,
+                permissions: RabbitPermissions::render(permissions, hostname)?,
+            }),
             SiteCredentialRecipe::KeystoneUser { username } => Some(NodeAccount::Keystone {
                 username: user(username)?,
             }),
@@ -75,12 +115,34 @@ impl SiteCredential<'_> {
     }
 }
 
-/// A username template rendered for `hostname` (only `host.hostname` is
-/// given, so a template naming anything else fails at load).
-fn username(template: &str, hostname: &str) -> Result<String> {
+/// What a credential's templates are rendered with: the node's name, as
+/// itself and as a regular expression that matches only it. Nothing else is
+/// given, so a template naming anything else fails at load.
+fn node_values(hostname: &str) -> Values {
     let mut values = Values::default();
     values.host.insert("hostname".into(), hostname.into());
-    let name = render_str(template, &values)?;
+    values
+        .host
+        .insert("hostnamePattern".into(), regex_escape(hostname));
+    values
+}
+
+/// `s` with the characters that mean something in a regular expression
+/// escaped (host names hold letters, digits, `-` and `.`).
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if !c.is_ascii_alphanumeric() && c != '-' && c != '_' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A username template rendered for `hostname`.
+fn username(template: &str, hostname: &str) -> Result<String> {
+    let name = render_str(template, &node_values(hostname))?;
     if name.is_empty() || name.len() > 255 || name.chars().any(|c| c.is_whitespace()) {
         bail!("username {name:?} (from {template:?}) is empty, longer than 255 or has spaces");
     }
@@ -127,6 +189,25 @@ impl Recipes {
     }
 }
 
+/// Each pattern matches whole names (`^(...)$`, or `.*` for all), so a
+/// node's user cannot reach a name that only starts or ends like its own.
+fn anchored(p: &RabbitPermissions) -> Result<()> {
+    let mut patterns = vec![
+        ("configure", &p.configure),
+        ("write", &p.write),
+        ("read", &p.read),
+    ];
+    if let Some((_, write, read)) = &p.topic {
+        patterns.extend([("topic write", write), ("topic read", read)]);
+    }
+    for (what, pattern) in patterns {
+        if pattern != ".*" && !(pattern.starts_with('^') && pattern.ends_with('$')) {
+            bail!("the {what} pattern {pattern:?} does not match whole names; write it as ^(...)$");
+        }
+    }
+    Ok(())
+}
+
 /// Names are unique, shared secrets are control-plane passwords, and every
 /// account is the node's own: its username differs from node to node, and
 /// from every other credential's of its kind (two credentials on one
@@ -158,6 +239,9 @@ pub(super) fn check(recipes: &Recipes) -> Result<()> {
         ) else {
             continue;
         };
+        if let NodeAccount::Rabbitmq { permissions, .. } = &a {
+            anchored(permissions).map_err(|e| e.context(what()))?;
+        }
         if a.username() == b.username() {
             bail!(
                 "{}: username {:?} is the same on every node; put {{{{ host.hostname }}}} in it",
@@ -197,16 +281,12 @@ mod tests {
             creds.keys().copied().collect::<Vec<_>>(),
             ["compute_service", "metadata_secret", "site_rabbit"]
         );
+        let accounts = recipes.node_accounts("edge1-n1").unwrap();
         assert_eq!(
-            recipes.node_accounts("edge1-n1").unwrap(),
+            accounts.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
             [
-                NodeAccount::Rabbitmq {
-                    username: "dcn-node-edge1-n1".into(),
-                    access: RabbitAccess::ComputeNode
-                },
-                NodeAccount::Keystone {
-                    username: "dcn-node-edge1-n1".into()
-                },
+                "RabbitMQ user dcn-node-edge1-n1",
+                "keystone user dcn-node-edge1-n1"
             ]
         );
         assert_eq!(creds["metadata_secret"].account("x").unwrap(), None);
@@ -237,7 +317,15 @@ mod tests {
         assert!(e.contains("recipe extra: site credential x"), "{e}");
         let e =
             err("siteCredentials: {x: {kind: rabbitmqUser, username: 'a-{{ host.hostname }}'}}\n");
-        assert!(e.contains("access"), "{e}");
+        assert!(e.contains("permissions"), "{e}");
+        let e = err(
+            "siteCredentials: {x: {kind: rabbitmqUser, username: 'a-{{ host.hostname }}', \
+             permissions: {configure: 'q', write: '^q$', read: '^q$'}}}\n",
+        );
+        assert!(
+            e.contains("configure pattern \"q\" does not match whole names"),
+            "{e}"
+        );
         let e = err("siteCredentials: {x: {kind: ftpUser}}\n");
         assert!(e.contains("ftpUser"), "{e}");
         // Declared outside the edge role: valid, and no node gets it.
@@ -246,5 +334,67 @@ mod tests {
         )
         .unwrap();
         assert!(!r.site_credentials().unwrap().contains_key("x"));
+    }
+
+    fn matches(re: &str, name: &str) -> bool {
+        regex_lite::Regex::new(re).unwrap().is_match(name)
+    }
+
+    /// The permissions nova-compute's recipe gives a node, as RabbitMQ
+    /// applies them: its own names only.
+    #[test]
+    fn a_compute_node_reaches_its_own_names_only() {
+        let recipes = Recipes::embedded().unwrap();
+        let creds = recipes.site_credentials().unwrap();
+        let Some(NodeAccount::Rabbitmq { permissions: p, .. }) =
+            creds["site_rabbit"].account("edge1-n1.lab").unwrap()
+        else {
+            panic!("site_rabbit is a RabbitMQ user");
+        };
+        for own in [
+            "nova",
+            "compute",
+            "compute.edge1-n1.lab",
+            "compute_fanout_0a1b",
+            "reply_ff09",
+        ] {
+            assert!(matches(&p.configure, own), "configure {own}");
+            assert!(matches(&p.read, own), "read {own}");
+        }
+        for own in [
+            "nova",
+            "amq.default",
+            "compute.edge1-n1.lab",
+            "scheduler_fanout",
+            "reply_ff09",
+        ] {
+            assert!(matches(&p.write, own), "write {own}");
+        }
+        for other in [
+            "compute.edge2-n1",
+            "compute.edge1-n1xlab",
+            "compute.edge1-n1.lab.evil",
+            "conductor",
+            "scheduler",
+            "scheduler_fanout",
+            "q-plugin",
+            "reply_xyz",
+            "notifications.info",
+            "",
+        ] {
+            assert!(!matches(&p.read, other), "read {other}");
+            assert!(
+                !matches(&p.configure, other) || other == "scheduler_fanout",
+                "configure {other}"
+            );
+        }
+        let (exchange, _, bind) = p.topic.clone().unwrap();
+        assert_eq!(exchange, "nova");
+        assert!(matches(&bind, "compute.edge1-n1.lab") && matches(&bind, "compute"));
+        assert!(
+            !matches(&bind, "compute.edge2-n1")
+                && !matches(&bind, "#")
+                && !matches(&bind, "conductor")
+        );
     }
 }

@@ -85,14 +85,12 @@ impl super::reserved::ComputeHosts for ControlPlaneAccounts {
 }
 
 impl NodeAccounts for ControlPlaneAccounts {
-    fn ensure(&self, hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()> {
+    fn ensure(&self, _hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()> {
         match account {
-            NodeAccount::Rabbitmq { username, access } => provision::ensure_rabbit_account(
-                &self.host,
+            NodeAccount::Rabbitmq {
                 username,
-                password,
-                &provision::RabbitPermissions::for_node(*access, hostname),
-            ),
+                permissions,
+            } => provision::ensure_rabbit_account(&self.host, username, password, permissions),
             NodeAccount::Keystone { username } => {
                 provision::ensure_keystone_account(&self.cloud()?, username, password)
             }

@@ -5,6 +5,7 @@
 use crate::host::{Cmd, Host};
 use crate::openstack::{Cloud, Credentials, identity};
 use crate::passwords::PasswordStore;
+use crate::recipes::site_credentials::RabbitPermissions;
 use crate::secrets::Secret;
 use anyhow::{Context, Result, bail};
 use reqwest::Method;
@@ -40,84 +41,6 @@ fn rabbitmqctl(
         c = c.stdin(s.clone());
     }
     host.runner.run(&c)
-}
-
-/// What a RabbitMQ user may do on the vhost `/`: regular expressions over
-/// exchange and queue names, as `rabbitmqctl set_permissions` takes them,
-/// and optionally which binding keys it may use on one topic exchange
-/// (`set_topic_permissions`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RabbitPermissions {
-    pub configure: String,
-    pub write: String,
-    pub read: String,
-    /// (exchange, routing keys it may publish, binding keys it may bind).
-    pub topic: Option<(String, String, String)>,
-}
-
-impl RabbitPermissions {
-    /// What a node's user with `access` may do.
-    pub fn for_node(access: crate::recipes::RabbitAccess, hostname: &str) -> RabbitPermissions {
-        match access {
-            crate::recipes::RabbitAccess::ComputeNode => RabbitPermissions::compute_node(hostname),
-        }
-    }
-
-    /// Everything: the control plane's own services.
-    pub fn all() -> RabbitPermissions {
-        RabbitPermissions {
-            configure: ".*".into(),
-            write: ".*".into(),
-            read: ".*".into(),
-            topic: None,
-        }
-    }
-
-    /// An edge node's nova-compute, by the names oslo.messaging 14 (Debian
-    /// 12) gives its rabbit driver's objects: the `nova` topic exchange
-    /// (its casts and calls to the conductor and other computes), the
-    /// shared `compute` queue and its own `compute.<host>`, the
-    /// `compute_fanout` exchange with its own `compute_fanout_<hex>` queue,
-    /// the `scheduler_fanout` exchange (instance info for the scheduler),
-    /// `reply_<hex>` queues for the answers to its calls, and the default
-    /// exchange (`amq.default`) its own answers are sent through. Binding
-    /// keys on `nova` are limited to `compute` and `compute.<host>`, so it
-    /// cannot bind its queue to another node's RPCs either. Everything
-    /// else, other nodes' queues, `conductor`, `scheduler` and every other
-    /// service's, is refused.
-    pub fn compute_node(hostname: &str) -> RabbitPermissions {
-        let own = format!("compute\\.{}", regex_escape(hostname));
-        let anchored = |names: &str| format!("^({names})$");
-        RabbitPermissions {
-            configure: anchored(&format!(
-                "nova|compute|{own}|compute_fanout|compute_fanout_[0-9a-f]+|scheduler_fanout|reply_[0-9a-f]+"
-            )),
-            write: anchored(&format!(
-                "nova|amq\\.default|compute|{own}|compute_fanout_[0-9a-f]+|scheduler_fanout|reply_[0-9a-f]+"
-            )),
-            read: anchored(&format!(
-                "nova|compute|{own}|compute_fanout|compute_fanout_[0-9a-f]+|reply_[0-9a-f]+"
-            )),
-            topic: Some((
-                "nova".into(),
-                ".*".into(),
-                anchored(&format!("compute|{own}")),
-            )),
-        }
-    }
-}
-
-/// `s` with the characters that mean something in a regular expression
-/// escaped (host names hold letters, digits, `-` and `.`).
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if !c.is_ascii_alphanumeric() && c != '-' && c != '_' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Create a RabbitMQ user or set its password (on stdin: without a password
@@ -338,63 +261,4 @@ pub fn remove_from_aggregate(cloud: &Cloud, aggregate: u64, host: &str) -> Resul
         )?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn matches(re: &str, name: &str) -> bool {
-        regex_lite::Regex::new(re).unwrap().is_match(name)
-    }
-
-    #[test]
-    fn a_compute_node_reaches_its_own_names_only() {
-        let p = RabbitPermissions::compute_node("edge1-n1.lab");
-        for own in [
-            "nova",
-            "compute",
-            "compute.edge1-n1.lab",
-            "compute_fanout_0a1b",
-            "reply_ff09",
-        ] {
-            assert!(matches(&p.configure, own), "configure {own}");
-            assert!(matches(&p.read, own), "read {own}");
-        }
-        for own in [
-            "nova",
-            "amq.default",
-            "compute.edge1-n1.lab",
-            "scheduler_fanout",
-            "reply_ff09",
-        ] {
-            assert!(matches(&p.write, own), "write {own}");
-        }
-        for other in [
-            "compute.edge2-n1",
-            "compute.edge1-n1xlab",
-            "compute.edge1-n1.lab.evil",
-            "conductor",
-            "scheduler",
-            "scheduler_fanout",
-            "q-plugin",
-            "reply_xyz",
-            "notifications.info",
-            "",
-        ] {
-            assert!(!matches(&p.read, other), "read {other}");
-            assert!(
-                !matches(&p.configure, other) || other == "scheduler_fanout",
-                "configure {other}"
-            );
-        }
-        let (exchange, _, bind) = p.topic.clone().unwrap();
-        assert_eq!(exchange, "nova");
-        assert!(matches(&bind, "compute.edge1-n1.lab") && matches(&bind, "compute"));
-        assert!(
-            !matches(&bind, "compute.edge2-n1")
-                && !matches(&bind, "#")
-                && !matches(&bind, "conductor")
-        );
-    }
 }

@@ -100,7 +100,7 @@ impl Step for RabbitUsers {
             ctx.host,
             "openstack",
             &self.password,
-            &crate::centre::sites::provision::RabbitPermissions::all(),
+            &crate::recipes::site_credentials::RabbitPermissions::all(),
         )
     }
 }

@@ -8,11 +8,11 @@ use serde::Deserialize;
 #[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
 pub enum SiteCredentialRecipe {
     /// A RabbitMQ user of the node's own, `username` templated with
-    /// `host.hostname`, allowed what `access` names.
+    /// `host.hostname`, allowed what `permissions` say.
     #[serde(rename_all = "camelCase")]
     RabbitmqUser {
         username: String,
-        access: RabbitAccess,
+        permissions: RabbitPermissionsRecipe,
     },
     /// A keystone user of the node's own in the `service` project, with
     /// the admin and service roles (as the control plane's service users).
@@ -24,11 +24,29 @@ pub enum SiteCredentialRecipe {
     ControlPlaneSecret,
 }
 
-/// What a node's RabbitMQ user may reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum RabbitAccess {
-    /// nova-compute's own queues and exchanges, and nothing of any other
-    /// node or service (`centre::sites::provision::RabbitPermissions::compute_node`).
-    ComputeNode,
+/// What a node's RabbitMQ user may do on the vhost `/`: regular expressions
+/// over exchange and queue names, as `rabbitmqctl set_permissions` takes
+/// them, and optionally which routing and binding keys it may use on one
+/// topic exchange (`set_topic_permissions`). Each is templated with
+/// `host.hostname` and `host.hostnamePattern` (the host name with the
+/// characters that mean something in a regular expression escaped), so a
+/// node's user can be limited to its own names; each must match whole
+/// names (`^(...)$`), which the recipe tests check.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RabbitPermissionsRecipe {
+    pub configure: String,
+    pub write: String,
+    pub read: String,
+    pub topic: Option<TopicPermissionsRecipe>,
+}
+
+/// Routing keys a user may publish (`write`) and bind (`read`) on one topic
+/// exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TopicPermissionsRecipe {
+    pub exchange: String,
+    pub write: String,
+    pub read: String,
 }
