@@ -120,7 +120,7 @@ fn joins_and_refusals_over_https() {
     );
     assert_eq!(
         Some(&again.credentials["site_rabbit"].password),
-        cp.accounts.password("node1", &rabbit).as_ref()
+        cp.accounts.password("node1", rabbit).as_ref()
     );
     assert_eq!(reg.token(&good.id).unwrap().unwrap().uses, 1);
     let before = reg.node("node1").unwrap();

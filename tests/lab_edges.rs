@@ -203,6 +203,73 @@ pub(crate) fn hand_over(lab: &Lab, from: &str, to: &str, path: &str) {
 /// Export a bundle on the control plane; returns the CA pin it printed.
 /// Run tests/fixtures/lab/credential-probe.py on `host`: each of its
 /// credentials tried from the host, `name -> (ok|refused|error, detail)`.
+/// A node's MariaDB user at the centre (a recipe's `databaseUser`
+/// credential), made and removed by the join service's own code against
+/// the control plane's MariaDB: it may log in over TLS only, holds
+/// privileges on its databases only, survives being made twice, and is
+/// gone once removed.
+fn node_database_account(lab: &Lab) {
+    use dcn::centre::sites::provision::{ensure_database_account, remove_database_account};
+    let state = dcn::lab::LabState::load(&lab.dir).unwrap().unwrap();
+    let init = state.host("cp").unwrap().init_pid.unwrap();
+    let cp = dcn::host::Host::with_runner(
+        "/",
+        std::sync::Arc::new(dcn::lab::ContainerRunner::new(init)),
+        false,
+    );
+    let user = "dcn-lab-db-edge9";
+    let password = dcn::secrets::Secret::new("Lab0db0password0edge9");
+    let databases = ["nova".to_string()];
+    ensure_database_account(&cp, user, &password, &databases).unwrap();
+    ensure_database_account(&cp, user, &password, &databases).unwrap();
+    let sql = |q: &str| lab.ok(&["mysql", "--batch", "--skip-column-names", "-e", q]);
+    assert_eq!(
+        sql(&format!(
+            "SELECT Host, ssl_type FROM mysql.user WHERE User='{user}'"
+        ))
+        .trim(),
+        "%\tANY",
+        "one user, for any address, over TLS only"
+    );
+    // Two grants: USAGE on everything (no privilege but logging in), and
+    // every privilege on its own database. (The first holds the password's
+    // hash: not shown.)
+    let grants = sql(&format!("SHOW GRANTS FOR '{user}'@'%'"));
+    let lines: Vec<&str> = grants.lines().collect();
+    assert!(
+        lines.len() == 2
+            && lines[0].starts_with("GRANT USAGE ON *.* TO")
+            && lines[1].starts_with("GRANT ALL PRIVILEGES ON `nova`.* TO"),
+        "its own database only: {}",
+        lines.get(1).unwrap_or(&"")
+    );
+    let plain = lab.exec(&[
+        "mysql",
+        "--protocol=TCP",
+        "-h",
+        "127.0.0.1",
+        "--skip-ssl",
+        "-u",
+        user,
+        "-pLab0db0password0edge9",
+        "-e",
+        "SELECT 1",
+    ]);
+    assert!(
+        !plain.status.success(),
+        "a node's database user cannot log in without TLS"
+    );
+    remove_database_account(&cp, user).unwrap();
+    assert_eq!(
+        sql(&format!(
+            "SELECT COUNT(*) FROM mysql.user WHERE User='{user}'"
+        ))
+        .trim(),
+        "0"
+    );
+    remove_database_account(&cp, user).unwrap();
+}
+
 fn probe(lab: &Lab, host: &str, other_chassis: &str) -> BTreeMap<String, (String, String)> {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -766,6 +833,7 @@ fn lab_edge_sites_end_to_end() {
             );
         }
     }
+    node_database_account(&lab);
     let edge1_guests = at_site("edge1");
     let marks = last_rounds(&lab, &edge1_guests);
 

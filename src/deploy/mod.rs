@@ -6,7 +6,7 @@
 pub mod files;
 mod health;
 mod packages;
-mod service;
+pub mod service;
 
 pub use files::{CertSource, ConfigFiles, certificate_files};
 pub use health::Health;

@@ -3,7 +3,7 @@
 //! only when the service's configuration changed since they last started.
 
 mod database;
-mod mariadb;
+pub mod mariadb;
 mod schema_sync;
 mod setup;
 mod units;

@@ -70,12 +70,22 @@ pub enum NodeAccount {
     Keystone {
         username: String,
     },
+    /// A MariaDB user at the centre, `'username'@'%'`, over TLS only.
+    Database {
+        username: String,
+        databases: Vec<String>,
+    },
 }
+
+/// The longest user name MariaDB takes.
+const MAX_DATABASE_USER: usize = 80;
 
 impl NodeAccount {
     pub fn username(&self) -> &str {
         match self {
-            NodeAccount::Rabbitmq { username, .. } | NodeAccount::Keystone { username } => username,
+            NodeAccount::Rabbitmq { username, .. }
+            | NodeAccount::Keystone { username }
+            | NodeAccount::Database { username, .. } => username,
         }
     }
 }
@@ -85,6 +95,7 @@ impl std::fmt::Display for NodeAccount {
         match self {
             NodeAccount::Rabbitmq { username, .. } => write!(f, "RabbitMQ user {username}"),
             NodeAccount::Keystone { username } => write!(f, "keystone user {username}"),
+            NodeAccount::Database { username, .. } => write!(f, "MariaDB user {username}"),
         }
     }
 }
@@ -110,6 +121,21 @@ impl SiteCredential<'_> {
             SiteCredentialRecipe::KeystoneUser { username } => Some(NodeAccount::Keystone {
                 username: user(username)?,
             }),
+            SiteCredentialRecipe::DatabaseUser {
+                username,
+                databases,
+            } => {
+                let username = user(username)?;
+                if username.len() > MAX_DATABASE_USER {
+                    bail!(
+                        "MariaDB user {username} is longer than the {MAX_DATABASE_USER} characters MariaDB takes; give the host a shorter name"
+                    );
+                }
+                Some(NodeAccount::Database {
+                    username,
+                    databases: databases.clone(),
+                })
+            }
             SiteCredentialRecipe::ControlPlaneSecret => None,
         })
     }
@@ -143,8 +169,16 @@ fn regex_escape(s: &str) -> String {
 /// A username template rendered for `hostname`.
 fn username(template: &str, hostname: &str) -> Result<String> {
     let name = render_str(template, &node_values(hostname))?;
-    if name.is_empty() || name.len() > 255 || name.chars().any(|c| c.is_whitespace()) {
-        bail!("username {name:?} (from {template:?}) is empty, longer than 255 or has spaces");
+    // It reaches SQL and rabbitmqctl's arguments: no quotes either.
+    if name.is_empty()
+        || name.len() > 255
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || "'\"`\\".contains(c))
+    {
+        bail!(
+            "username {name:?} (from {template:?}) is empty, longer than 255, or has spaces or quotes"
+        );
     }
     Ok(name)
 }
@@ -216,6 +250,10 @@ pub(super) fn check(recipes: &Recipes) -> Result<()> {
     let passwords: Vec<&String> = (recipes.services.values())
         .flat_map(|s| &s.passwords)
         .collect();
+    let declared_databases: Vec<&str> = (recipes.services.values())
+        .filter_map(|s| s.database.as_ref())
+        .flat_map(|d| d.names.iter().map(String::as_str))
+        .collect();
     let mut names: BTreeMap<&str, &str> = BTreeMap::new();
     let mut accounts: BTreeMap<NodeAccount, &str> = BTreeMap::new();
     for c in declared(recipes) {
@@ -241,6 +279,16 @@ pub(super) fn check(recipes: &Recipes) -> Result<()> {
         };
         if let NodeAccount::Rabbitmq { permissions, .. } = &a {
             anchored(permissions).map_err(|e| e.context(what()))?;
+        }
+        if let NodeAccount::Database { databases, .. } = &a {
+            for db in databases {
+                if !declared_databases.contains(&db.as_str()) {
+                    bail!(
+                        "{}: database {db:?} is not one a service declares under `database.names`",
+                        what()
+                    );
+                }
+            }
         }
         if a.username() == b.username() {
             bail!(
@@ -326,6 +374,17 @@ mod tests {
             e.contains("configure pattern \"q\" does not match whole names"),
             "{e}"
         );
+        let e = err(
+            "siteCredentials: {x: {kind: databaseUser, username: 'a-{{ host.hostname }}', databases: [nope]}}\n",
+        );
+        assert!(
+            e.contains("database \"nope\" is not one a service declares"),
+            "{e}"
+        );
+        let e = err(
+            "siteCredentials: {x: {kind: databaseUser, username: \"a'-{{ host.hostname }}\", databases: [nova]}}\n",
+        );
+        assert!(e.contains("spaces or quotes"), "{e}");
         let e = err("siteCredentials: {x: {kind: ftpUser}}\n");
         assert!(e.contains("ftpUser"), "{e}");
         // Declared outside the edge role: valid, and no node gets it.

@@ -1,6 +1,6 @@
 //! Each edge node's own credentials on the control plane, as the edge
 //! role's recipes declare them ([`crate::recipes::site_credentials`]):
-//! RabbitMQ and keystone users made by the join service when the node
+//! RabbitMQ, keystone and MariaDB users made by the join service when the node
 //! joins and deleted when the node is removed or its site revoked, and the
 //! control-plane secrets it shares. Users are per node, not per site, so
 //! that removing one node cuts it off while its neighbours keep working
@@ -94,6 +94,10 @@ impl NodeAccounts for ControlPlaneAccounts {
             NodeAccount::Keystone { username } => {
                 provision::ensure_keystone_account(&self.cloud()?, username, password)
             }
+            NodeAccount::Database {
+                username,
+                databases,
+            } => provision::ensure_database_account(&self.host, username, password, databases),
         }
     }
 
@@ -104,6 +108,9 @@ impl NodeAccounts for ControlPlaneAccounts {
             }
             NodeAccount::Keystone { username } => {
                 provision::remove_keystone_account(&self.cloud()?, username)
+            }
+            NodeAccount::Database { username, .. } => {
+                provision::remove_database_account(&self.host, username)
             }
         }
     }

@@ -81,16 +81,7 @@ impl Step for Database {
         }
         // Idempotent SQL; the password travels on stdin only.
         let user = format!("'{}'@'127.0.0.1'", self.user);
-        let mut sql = format!(
-            "CREATE USER IF NOT EXISTS {user} IDENTIFIED BY '{pw}';\nALTER USER {user} IDENTIFIED BY '{pw}';\n",
-            pw = self.password
-        );
-        for db in &self.names {
-            sql.push_str(&format!(
-                "CREATE DATABASE IF NOT EXISTS `{db}`;\nGRANT ALL PRIVILEGES ON `{db}`.* TO {user};\n"
-            ));
-        }
-        sql.push_str("FLUSH PRIVILEGES;\n");
+        let sql = mariadb::user_sql(&user, &self.password, &self.names, true, false);
         ctx.host.runner.run(&mariadb::script(
             format!("creating the {} database", self.service),
             sql,

@@ -21,3 +21,29 @@ pub fn script(what: String, sql: String) -> Cmd {
         .stdin(Secret::new(sql))
         .timeout(Duration::from_secs(120))
 }
+
+/// Idempotent SQL that makes `user` (`'name'@'host'`) exist with `password`
+/// and every privilege on each of `databases`: for a control-plane service
+/// (which also creates its databases) and for a node's own user at the
+/// centre (`require_tls`) alike. It holds the password: feed it on stdin
+/// only ([`script`]).
+pub fn user_sql(
+    user: &str,
+    password: &str,
+    databases: &[String],
+    create_databases: bool,
+    require_tls: bool,
+) -> String {
+    let tls = if require_tls { " REQUIRE SSL" } else { "" };
+    let mut sql = format!(
+        "CREATE USER IF NOT EXISTS {user} IDENTIFIED BY '{password}'{tls};\nALTER USER {user} IDENTIFIED BY '{password}'{tls};\n"
+    );
+    for db in databases {
+        if create_databases {
+            sql.push_str(&format!("CREATE DATABASE IF NOT EXISTS `{db}`;\n"));
+        }
+        sql.push_str(&format!("GRANT ALL PRIVILEGES ON `{db}`.* TO {user};\n"));
+    }
+    sql.push_str("FLUSH PRIVILEGES;\n");
+    sql
+}

@@ -18,6 +18,16 @@ pub enum SiteCredentialRecipe {
     /// the admin and service roles (as the control plane's service users).
     #[serde(rename_all = "camelCase")]
     KeystoneUser { username: String },
+    /// A MariaDB user of the node's own at the centre, `username`
+    /// templated with `host.hostname`, with every privilege on each of
+    /// `databases` (each one a control-plane recipe declares) and nothing
+    /// else, allowed in over TLS only. The endpoint it connects to is the
+    /// recipes' matter, as every other endpoint an edge reaches.
+    #[serde(rename_all = "camelCase")]
+    DatabaseUser {
+        username: String,
+        databases: Vec<String>,
+    },
     /// One of the control plane's own passwords (declared under
     /// `passwords:` by a control-plane service), the same for every node:
     /// a secret both sides must share, such as nova's metadata secret.

@@ -10,7 +10,7 @@ use super::*;
 /// entry, which the bundle then exports to the edge.
 #[test]
 fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files() {
-    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nsiteCredentials:\n  cinder_service: {kind: keystoneUser, username: 'dcn-cinder-{{ host.hostname }}'}\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  mode: '0640'\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}', glance_api_servers: '{{ export.image }}'}\n    keystone_authtoken: {www_authenticate_uri: '{{ export.volumev3 }}'}\n  keystoneAuth:\n    nova: {username: '{{ user.cinder_service }}', password: cinder_service}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
+    const FAKE: &str = "service: cinder-volume\ndescription: block storage at the edge (test)\nphase: compute\npackages: [cinder-volume]\nsiteCredentials:\n  cinder_service: {kind: keystoneUser, username: 'dcn-cinder-{{ host.hostname }}'}\n  cinder_rabbit:\n    kind: rabbitmqUser\n    username: 'dcn-cinder-{{ host.hostname }}'\n    permissions:\n      configure: '^(cinder-volume|cinder-volume\\.{{ host.hostnamePattern }}(@.*)?|cinder-volume_fanout(_[0-9a-f]+)?|reply_[0-9a-f]+)$'\n      write: '^(openstack|amq\\.default|cinder-volume_fanout|reply_[0-9a-f]+)$'\n      read: '^(cinder-volume|cinder-volume\\.{{ host.hostnamePattern }}(@.*)?|cinder-volume_fanout_[0-9a-f]+|reply_[0-9a-f]+)$'\n  cinder_db: {kind: databaseUser, username: 'dcn-cinder-{{ host.hostname }}', databases: [cinder]}\nfiles:\n- path: /etc/cinder/cinder.conf.d/10-dcn.conf\n  mode: '0640'\n  ini:\n    DEFAULT: {host: '{{ host.hostname }}', glance_api_servers: '{{ export.image }}'}\n    keystone_authtoken: {www_authenticate_uri: '{{ export.volumev3 }}'}\n  keystoneAuth:\n    nova: {username: '{{ user.cinder_service }}', password: cinder_service}\ncustomConfig: {configKey: cinderVolume, path: /etc/cinder/cinder.conf.d/90-custom.conf}\ndisableUnits: [tgt.service]\nunits: [cinder-volume.service]\nports: [3260]\n";
     let mut files = embedded_files();
     for (path, text) in &mut files {
         if path.ends_with("roles/edge.yaml") {
@@ -21,7 +21,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         format!("{RELEASE}/services/cinder-volume.yaml"),
         FAKE.to_string(),
     ));
-    const CENTRE: &str = "service: cinder-api\ndescription: block storage API (test)\nphase: services\nidentity: {name: cinder, type: volumev3, url: 'https://{{ cp.address }}:8776/v3'}\n";
+    const CENTRE: &str = "service: cinder-api\ndescription: block storage API (test)\nphase: services\npasswords: [cinder_db]\ndatabase: {names: [cinder], user: cinder, password: cinder_db}\nidentity: {name: cinder, type: volumev3, url: 'https://{{ cp.address }}:8776/v3'}\n";
     files.push((
         format!("{RELEASE}/services/cinder-api.yaml"),
         CENTRE.to_string(),
@@ -85,10 +85,53 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     shared.ensure(["metadata_secret"]);
     let given =
         crate::centre::sites::accounts::grant(&accounts, &recipes, &shared, "edge1-n1").unwrap();
-    let cinder = crate::recipes::site_credentials::NodeAccount::Keystone {
-        username: "dcn-cinder-edge1-n1".into(),
-    };
-    assert!(accounts.0.lock().unwrap().contains(&cinder), "{accounts:?}");
+    // Its own keystone user, its own RabbitMQ user limited to its own
+    // queues, and its own MariaDB user on the centre's cinder database.
+    let made: Vec<String> = (accounts.0.lock().unwrap().iter())
+        .map(|a| a.to_string())
+        .collect();
+    for account in [
+        "keystone user dcn-cinder-edge1-n1",
+        "RabbitMQ user dcn-cinder-edge1-n1",
+        "MariaDB user dcn-cinder-edge1-n1",
+    ] {
+        assert!(made.contains(&account.to_string()), "{account} in {made:?}");
+    }
+    let rabbit = (accounts.0.lock().unwrap().iter())
+        .find_map(|a| match a {
+            crate::recipes::site_credentials::NodeAccount::Rabbitmq {
+                username,
+                permissions,
+            } if username.starts_with("dcn-cinder") => Some(permissions.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let matches = |re: &str, name: &str| regex_lite::Regex::new(re).unwrap().is_match(name);
+    assert!(matches(&rabbit.read, "cinder-volume.edge1-n1@lvm"));
+    assert!(!matches(&rabbit.read, "cinder-volume.edge2-n1@lvm"));
+    assert!(!matches(&rabbit.read, "compute.edge1-n1"));
+    let db = (accounts.0.lock().unwrap().iter())
+        .find_map(|a| match a {
+            crate::recipes::site_credentials::NodeAccount::Database { databases, .. } => {
+                Some(databases.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(db, ["cinder"]);
+    assert_eq!(
+        given["cinder_db"].username.as_deref(),
+        Some("dcn-cinder-edge1-n1")
+    );
+    // Removing the node deletes each of them.
+    crate::centre::sites::accounts::revoke(&accounts, &recipes, "edge1-n1").unwrap();
+    let deleted: Vec<String> = (accounts.1.lock().unwrap().iter())
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(deleted.len(), made.len(), "{deleted:?}");
+    for account in &made {
+        assert!(deleted.contains(account), "{account} in {deleted:?}");
+    }
     assert_eq!(
         given["cinder_service"].username.as_deref(),
         Some("dcn-cinder-edge1-n1")
@@ -162,9 +205,12 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     );
 }
 
-/// The node accounts the join service asks for.
+/// The node accounts the join service makes and deletes.
 #[derive(Debug, Default)]
-struct RecordingAccounts(std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>);
+struct RecordingAccounts(
+    std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>,
+    std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>,
+);
 
 impl crate::centre::sites::reserved::ComputeHosts for RecordingAccounts {
     fn is_compute_host(&self, _: &str) -> Result<bool> {
@@ -183,8 +229,13 @@ impl crate::centre::sites::accounts::NodeAccounts for RecordingAccounts {
         Ok(())
     }
 
-    fn delete(&self, _: &str, _: &crate::recipes::site_credentials::NodeAccount) -> Result<()> {
-        unreachable!("a join deletes nothing")
+    fn delete(
+        &self,
+        _: &str,
+        account: &crate::recipes::site_credentials::NodeAccount,
+    ) -> Result<()> {
+        self.1.lock().unwrap().push(account.clone());
+        Ok(())
     }
 }
 
