@@ -76,8 +76,17 @@ impl Recipes {
         Ok(recipes)
     }
 
-    /// Every role names services that exist, and no two services share a
-    /// config key.
+    /// The TLS frontends of every service, port by frontend name: what the
+    /// api-proxy serves on the control plane's address.
+    pub fn tls_frontends(&self) -> BTreeMap<String, u16> {
+        (self.services.values())
+            .flat_map(|s| s.tls_frontends.iter().map(|(n, p)| (n.clone(), *p)))
+            .collect()
+    }
+
+    /// Every role names services that exist, no two services share a
+    /// config key or a TLS frontend, and a frontend's port is its
+    /// service's.
     fn check(&self) -> Result<()> {
         let mut keys: BTreeMap<&str, &str> = BTreeMap::new();
         for s in self.services.values() {
@@ -112,6 +121,23 @@ impl Recipes {
                         c.name,
                         s.service,
                         own.join(", ")
+                    );
+                }
+            }
+        }
+        let mut frontends: BTreeMap<&str, &str> = BTreeMap::new();
+        for s in self.services.values() {
+            for (name, port) in &s.tls_frontends {
+                if !s.ports.contains(port) {
+                    bail!(
+                        "TLS frontend {name} of {} is on port {port}, which is not one of the service's `ports` (preflight checks those)",
+                        s.service
+                    );
+                }
+                if let Some(other) = frontends.insert(name, &s.service) {
+                    bail!(
+                        "services {other} and {} both declare TLS frontend {name:?}",
+                        s.service
                     );
                 }
             }

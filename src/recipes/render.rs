@@ -32,6 +32,9 @@ pub struct Values {
     /// Usernames of the node's site credentials, by credential name
     /// (edges only; see [`super::site_credentials`]).
     pub user: BTreeMap<String, String>,
+    /// The control plane's TLS frontends (every recipe's `tlsFrontends`):
+    /// port by frontend name, on the control plane only.
+    pub frontends: BTreeMap<String, u16>,
     /// Passwords by name. Secret: see [`Values::is_secret`].
     pub password: BTreeMap<String, String>,
 }

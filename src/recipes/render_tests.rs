@@ -111,6 +111,31 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
     ] {
         assert!(files.contains_key(path), "{path}: {:?}", files.keys());
     }
+    // The api-proxy serves every service's TLS frontends, and nothing else.
+    // (The plan holds the file as a diff from nothing: its lines start with +.)
+    let proxy: String = (files["/etc/haproxy/dcn-api.cfg"].lines())
+        .map(|l| l.strip_prefix('+').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (name, port) in [
+        ("keystone", 5000),
+        ("placement", 8778),
+        ("glance", 9292),
+        ("nova", 8774),
+        ("metadata", 8775),
+        ("neutron", 9696),
+        ("novnc", 6080),
+    ] {
+        assert!(
+            proxy.contains(&format!(
+                "frontend {name}\n    bind 10.240.0.10:{port} ssl crt /etc/haproxy/dcn/api.pem"
+            )) && proxy.contains(&format!(
+                "backend {name}\n    server local 127.0.0.1:{port}"
+            )),
+            "{name} on {port}: {proxy}"
+        );
+    }
+    assert_eq!(proxy.matches("frontend ").count(), 7, "{proxy}");
 }
 
 #[test]

@@ -93,6 +93,12 @@ pub struct ServiceRecipe {
     /// TCP ports the service listens on.
     #[serde(default)]
     pub ports: Vec<u16>,
+    /// Its APIs the control plane serves to edges and clients with TLS,
+    /// by frontend name: the api-proxy listens on the control plane's
+    /// address at each port and passes to the service on loopback at the
+    /// same port (which must be one of its `ports`).
+    #[serde(default)]
+    pub tls_frontends: BTreeMap<String, u16>,
     /// Passwords the control plane generates for it (its database, its
     /// service user, shared secrets), by the name templates use
     /// (`{{ password.nova_db }}`, `password: nova_service`).

@@ -77,6 +77,7 @@ pub fn control_plane_values(
     v.cp = control_plane_map(config, &id.hostname, &address);
     let recipes = crate::recipes::catalogue::embedded();
     v.export = exports::as_values(&exports::render(recipes, &v.cp)?);
+    v.frontends = recipes.tls_frontends();
     let zones = &config.zones;
     v.host = facts.host_values(&id.hostname, &address);
 

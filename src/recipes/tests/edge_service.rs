@@ -21,12 +21,14 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         format!("{RELEASE}/services/cinder-volume.yaml"),
         FAKE.to_string(),
     ));
-    const CENTRE: &str = "service: cinder-api\ndescription: block storage API (test)\nphase: services\npasswords: [cinder_db]\ndatabase: {names: [cinder], user: cinder, password: cinder_db}\nidentity: {name: cinder, type: volumev3, url: 'https://{{ cp.address }}:8776/v3'}\n";
+    const CENTRE: &str = "service: cinder-api\ndescription: block storage API (test)\nphase: services\nports: [8776]\ntlsFrontends: {cinder: 8776}\npasswords: [cinder_db]\ndatabase: {names: [cinder], user: cinder, password: cinder_db}\nidentity: {name: cinder, type: volumev3, url: 'https://{{ cp.address }}:8776/v3'}\n";
     files.push((
         format!("{RELEASE}/services/cinder-api.yaml"),
         CENTRE.to_string(),
     ));
     let recipes = Recipes::from_files(files).unwrap();
+    // The control plane's api-proxy serves the centre's API with TLS.
+    assert_eq!(recipes.tls_frontends().get("cinder"), Some(&8776));
 
     // The edge ISO installs its packages and keeps its units off.
     assert!(
