@@ -6,6 +6,7 @@
 //! embedded in the binary at build time (see `build.rs`).
 
 pub mod catalogue;
+mod checks;
 pub mod compute_link;
 pub mod exports;
 mod render;
@@ -85,98 +86,16 @@ impl Recipes {
     }
 
     /// Every role names services that exist, no two services share a
-    /// config key or a TLS frontend, and a frontend's port is its
-    /// service's.
+    /// config key, an export or a TLS frontend, and the rest of
+    /// [`checks`].
     fn check(&self) -> Result<()> {
-        let mut keys: BTreeMap<&str, &str> = BTreeMap::new();
-        for s in self.services.values() {
-            if let Some(c) = &s.custom_config
-                && let Some(other) = keys.insert(&c.config_key, &s.service)
-            {
-                bail!(
-                    "services {other} and {} both take the config key {:?}",
-                    s.service,
-                    c.config_key
-                );
-            }
-        }
-        for s in self.services.values() {
-            for c in &s.setup {
-                let ways = [c.check.is_some(), c.check_sql.is_some(), c.rerun];
-                if ways.iter().filter(|w| **w).count() != 1 {
-                    bail!(
-                        "setup command {} of {} needs exactly one of `check` (a read-only command whose success means its effect is there), `checkSql` (a query that returns a row when it is) and `rerun: true` (cheap and idempotent, run every time): a re-run must not take the journal's word for what another program stored",
-                        c.name,
-                        s.service
-                    );
-                }
-                let own = s
-                    .database
-                    .as_ref()
-                    .map(|d| d.names.as_slice())
-                    .unwrap_or(&[]);
-                if let Some(db) = c.schema.iter().find(|db| !own.contains(db)) {
-                    bail!(
-                        "setup command {} of {} names the schema of database {db}, which is not one of the service's own databases ({}): a sync that starts again from empty databases may drop only its own",
-                        c.name,
-                        s.service,
-                        own.join(", ")
-                    );
-                }
-            }
-        }
-        let mut frontends: BTreeMap<&str, &str> = BTreeMap::new();
-        for s in self.services.values() {
-            for (name, port) in &s.tls_frontends {
-                if !s.ports.contains(port) {
-                    bail!(
-                        "TLS frontend {name} of {} is on port {port}, which is not one of the service's `ports` (preflight checks those)",
-                        s.service
-                    );
-                }
-                if let Some(other) = frontends.insert(name, &s.service) {
-                    bail!(
-                        "services {other} and {} both declare TLS frontend {name:?}",
-                        s.service
-                    );
-                }
-            }
-        }
-        let mut parts = std::collections::BTreeSet::new();
-        for s in self.services.values() {
-            for b in &s.backup {
-                b.check()
-                    .map_err(|e| anyhow::anyhow!("backup part {} of {}: {e}", b.name, s.service))?;
-                if b.dump.is_some() && s.phase != ServicePhase::Infrastructure {
-                    bail!(
-                        "backup part {} of {}: dumps are loaded back right after the infrastructure phase, so only its services may make them",
-                        b.name,
-                        s.service
-                    );
-                }
-                if !parts.insert(b.name.clone()) {
-                    bail!("two backup parts are called {}", b.name);
-                }
-            }
-            for c in &s.certificates {
-                c.on_renew
-                    .check()
-                    .map_err(|e| anyhow::anyhow!("certificate {} of {}: {e}", c.leaf, s.service))?;
-            }
-        }
+        checks::config_keys_unique(self)?;
+        checks::setup_commands(self)?;
+        checks::tls_frontends(self)?;
+        checks::backup_and_renewal(self)?;
         exports::check_unique(self)?;
         site_credentials::check(self)?;
-        for role in self.roles.values() {
-            for s in &role.services {
-                if !self.services.contains_key(s) {
-                    bail!(
-                        "role {} names service {s:?}, which has no recipe",
-                        role.role
-                    );
-                }
-            }
-        }
-        Ok(())
+        checks::roles_name_services(self)
     }
 
     pub fn role(&self, name: &str) -> Result<&RoleRecipe> {

@@ -208,3 +208,19 @@ fn a_schema_sync_may_name_only_its_services_own_databases() {
         "{e}"
     );
 }
+
+#[test]
+fn a_tls_frontend_must_be_on_its_services_port_and_its_own() {
+    let with = |yaml: &str| {
+        let mut files = embedded_files();
+        files.push((
+            format!("{RELEASE}/services/extra.yaml"),
+            format!("service: extra\ndescription: x\nphase: services\n{yaml}"),
+        ));
+        format!("{:#}", Recipes::from_files(files).unwrap_err())
+    };
+    let e = with("ports: [8776]\ntlsFrontends: {cinder: 8777}\n");
+    assert!(e.contains("not one of the service's `ports`"), "{e}");
+    let e = with("ports: [8776]\ntlsFrontends: {nova: 8776}\n");
+    assert!(e.contains("both declare TLS frontend \"nova\""), "{e}");
+}

@@ -1,0 +1,120 @@
+//! What makes a set of recipes whole, checked as they load: a broken
+//! recipe is an error that names it, never a surprise at deploy time.
+
+use super::{Recipes, ServicePhase};
+use anyhow::{Result, bail};
+use std::collections::BTreeMap;
+
+/// No two services take the same config key.
+pub(super) fn config_keys_unique(recipes: &Recipes) -> Result<()> {
+    let mut keys: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in recipes.services.values() {
+        if let Some(c) = &s.custom_config
+            && let Some(other) = keys.insert(&c.config_key, &s.service)
+        {
+            bail!(
+                "services {other} and {} both take the config key {:?}",
+                s.service,
+                c.config_key
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Each setup command says how a re-run knows its effect is there, and a
+/// schema it may rebuild is one of its service's own databases.
+pub(super) fn setup_commands(recipes: &Recipes) -> Result<()> {
+    for s in recipes.services.values() {
+        for c in &s.setup {
+            let ways = [c.check.is_some(), c.check_sql.is_some(), c.rerun];
+            if ways.iter().filter(|w| **w).count() != 1 {
+                bail!(
+                    "setup command {} of {} needs exactly one of `check` (a read-only command whose success means its effect is there), `checkSql` (a query that returns a row when it is) and `rerun: true` (cheap and idempotent, run every time): a re-run must not take the journal's word for what another program stored",
+                    c.name,
+                    s.service
+                );
+            }
+            let own = s
+                .database
+                .as_ref()
+                .map(|d| d.names.as_slice())
+                .unwrap_or(&[]);
+            if let Some(db) = c.schema.iter().find(|db| !own.contains(db)) {
+                bail!(
+                    "setup command {} of {} names the schema of database {db}, which is not one of the service's own databases ({}): a sync that starts again from empty databases may drop only its own",
+                    c.name,
+                    s.service,
+                    own.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A TLS frontend's port is its service's, and no two services declare the
+/// same frontend.
+pub(super) fn tls_frontends(recipes: &Recipes) -> Result<()> {
+    let mut frontends: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in recipes.services.values() {
+        for (name, port) in &s.tls_frontends {
+            if !s.ports.contains(port) {
+                bail!(
+                    "TLS frontend {name} of {} is on port {port}, which is not one of the service's `ports` (preflight checks those)",
+                    s.service
+                );
+            }
+            if let Some(other) = frontends.insert(name, &s.service) {
+                bail!(
+                    "services {other} and {} both declare TLS frontend {name:?}",
+                    s.service
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Backup parts are well-formed, uniquely named and dumped only by
+/// infrastructure services; every certificate says how its users reload it.
+pub(super) fn backup_and_renewal(recipes: &Recipes) -> Result<()> {
+    let mut parts = std::collections::BTreeSet::new();
+    for s in recipes.services.values() {
+        for b in &s.backup {
+            b.check()
+                .map_err(|e| anyhow::anyhow!("backup part {} of {}: {e}", b.name, s.service))?;
+            if b.dump.is_some() && s.phase != ServicePhase::Infrastructure {
+                bail!(
+                    "backup part {} of {}: dumps are loaded back right after the infrastructure phase, so only its services may make them",
+                    b.name,
+                    s.service
+                );
+            }
+            if !parts.insert(b.name.clone()) {
+                bail!("two backup parts are called {}", b.name);
+            }
+        }
+        for c in &s.certificates {
+            c.on_renew
+                .check()
+                .map_err(|e| anyhow::anyhow!("certificate {} of {}: {e}", c.leaf, s.service))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every role names services that exist.
+pub(super) fn roles_name_services(recipes: &Recipes) -> Result<()> {
+    for role in recipes.roles.values() {
+        for s in &role.services {
+            if !recipes.services.contains_key(s) {
+                bail!(
+                    "role {} names service {s:?}, which has no recipe",
+                    role.role
+                );
+            }
+        }
+    }
+    Ok(())
+}
