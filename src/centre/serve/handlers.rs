@@ -99,6 +99,88 @@ pub fn join(
     challenges: &Challenges,
     req: &JoinRequest,
 ) -> Result<JoinReply, Refusal> {
+    let (token, hostname, address) = parse_request(req)?;
+    let registry = Registry::new(&host.files);
+    let lock = registry.lock().map_err(internal)?;
+    let now = SystemTime::now();
+    let (mut record, site) = valid_token(&registry, &token, now)?;
+    // The node's certificate, from a CA made for it alone (the SB trusts
+    // that CA while the node is a member). The CSR's signature proves the
+    // requester holds the key.
+    let policy = node_policy(host)?;
+    let issued =
+        ovn_access::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
+            refuse(
+                400,
+                "bad-request",
+                format!("the certificate signing request is not usable: {e:#}"),
+            )
+        })?;
+    let existing = registry.node(hostname.as_str()).map_err(internal)?;
+    may_join(
+        existing.as_ref(),
+        &hostname,
+        &site.name,
+        &issued.key_pin,
+        &record,
+    )?;
+    // Not the control plane's name, nor a compute host of anything else.
+    if let Some(why) = crate::centre::sites::reserved::refusal(
+        &host.files,
+        accounts,
+        &site.name,
+        hostname.as_str(),
+    )
+    .map_err(internal)?
+    {
+        return Err(refuse(403, "name-reserved", why));
+    }
+    proof_checked(
+        req,
+        challenges,
+        &issued,
+        existing.is_some(),
+        &hostname,
+        &token.id,
+        now,
+    )?;
+    let passwords = PasswordStore::load(&host.files).map_err(internal)?;
+    let recipes = crate::recipes::Recipes::embedded().map_err(internal)?;
+    let credentials =
+        crate::centre::sites::accounts::grant(accounts, &recipes, &passwords, hostname.as_str())
+            .map_err(internal)?;
+    let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
+    let node = node_record(
+        existing.as_ref(),
+        &hostname,
+        &site.name,
+        address,
+        &node_secret,
+        &issued,
+        now,
+    );
+    registry.save_node(&node).map_err(internal)?;
+    if existing.is_none() {
+        record.uses += 1;
+        registry.save_token(&record).map_err(internal)?;
+    }
+    ovn_access::write_client_cas(&host.files).map_err(internal)?;
+    // The join is done whatever happens to its progress record.
+    if let Err(e) = record_joined(host, &lock, &site.name, hostname.as_str(), &record.id) {
+        tracing::warn!("recording that {hostname} joined: {e:#}");
+    }
+    Ok(JoinReply {
+        site: site.name,
+        node_certificate: issued.cert_pem,
+        node_secret,
+        credentials,
+    })
+}
+
+/// The request's token, host name and address, each as dcn checks it.
+fn parse_request(
+    req: &JoinRequest,
+) -> Result<(JoinToken, crate::types::NodeName, std::net::IpAddr), Refusal> {
     let token: JoinToken = req.token.parse().map_err(|e| {
         refuse(
             401,
@@ -117,28 +199,21 @@ pub fn join(
             format!("{:?} is not an IP address", req.address),
         )
     })?;
-    let registry = Registry::new(&host.files);
-    let lock = registry.lock().map_err(internal)?;
-    let now = SystemTime::now();
-    let (mut record, site) = valid_token(&registry, &token, now)?;
-    // The node's certificate, from a CA made for it alone (the SB trusts
-    // that CA while the node is a member). The CSR's signature proves the
-    // requester holds the key.
-    let policy = node_policy(host)?;
-    let issued =
-        ovn_access::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
-            refuse(
-                400,
-                "bad-request",
-                format!("the certificate signing request is not usable: {e:#}"),
-            )
-        })?;
-    // A known host may join again (an interrupted join running again, with
-    // the key it kept) without spending a use; anyone else naming it is
-    // refused, whatever the token allows.
-    let existing = registry.node(hostname.as_str()).map_err(internal)?;
-    match &existing {
-        Some(n) if n.site != site.name => {
+    Ok((token, hostname, address))
+}
+
+/// A known host may join again (an interrupted join running again, with
+/// the key it kept) without spending a use; anyone else naming it is
+/// refused, whatever the token allows.
+fn may_join(
+    existing: Option<&NodeRecord>,
+    hostname: &crate::types::NodeName,
+    site: &str,
+    key_pin: &str,
+    record: &TokenRecord,
+) -> Result<(), Refusal> {
+    match existing {
+        Some(n) if n.site != site => {
             return Err(refuse(
                 409,
                 "node-in-other-site",
@@ -148,14 +223,14 @@ pub fn join(
                 ),
             ));
         }
-        Some(n) if n.key_pin.as_deref() == Some(issued.key_pin.as_str()) => {}
+        Some(n) if n.key_pin.as_deref() == Some(key_pin) => {}
         Some(_) => {
             return Err(refuse(
                 409,
                 "node-exists",
                 format!(
                     "host {hostname} already joined site {} with another key; if it was reinstalled, run `dcn node remove {hostname}` on the control plane, then join again",
-                    site.name
+                    site
                 ),
             ));
         }
@@ -165,25 +240,26 @@ pub fn join(
                 "token-used-up",
                 format!(
                     "the join token was used {} time(s), its maximum; run `dcn bundle export --site {}` for another",
-                    record.uses, site.name
+                    record.uses, site
                 ),
             ));
         }
         None => {}
     }
-    // Not the control plane's name, nor a compute host of anything else.
-    if let Some(why) = crate::centre::sites::reserved::refusal(
-        &host.files,
-        accounts,
-        &site.name,
-        hostname.as_str(),
-    )
-    .map_err(internal)?
-    {
-        return Err(refuse(403, "name-reserved", why));
-    }
-    // Whoever sends a proof must hold the CSR's key now; a host that joined
-    // before must send one (its CSR alone may have been seen by anyone).
+    Ok(())
+}
+
+/// Whoever sends a proof must hold the CSR's key now; a host that joined
+/// before must send one (its CSR alone may have been seen by anyone).
+fn proof_checked(
+    req: &JoinRequest,
+    challenges: &Challenges,
+    issued: &ovn_access::NodeCertificate,
+    joined_before: bool,
+    hostname: &crate::types::NodeName,
+    token_id: &str,
+    now: SystemTime,
+) -> Result<(), Refusal> {
     match &req.proof {
         Some(_) if !issued.p256 => {
             return Err(refuse(
@@ -193,7 +269,7 @@ pub fn join(
             ));
         }
         Some(proof) => challenges
-            .accept(proof, hostname.as_str(), &token.id, &issued.public_key, now)
+            .accept(proof, hostname.as_str(), token_id, &issued.public_key, now)
             .map_err(|e| {
                 refuse(
                     401,
@@ -201,7 +277,7 @@ pub fn join(
                     format!("the proof of the node key: {e}"),
                 )
             })?,
-        None if existing.is_some() => {
+        None if joined_before => {
             return Err(refuse(
                 401,
                 "proof-required",
@@ -212,66 +288,51 @@ pub fn join(
         }
         None => {}
     }
-    let passwords = PasswordStore::load(&host.files).map_err(internal)?;
-    let recipes = crate::recipes::Recipes::embedded().map_err(internal)?;
-    let credentials =
-        crate::centre::sites::accounts::grant(accounts, &recipes, &passwords, hostname.as_str())
-            .map_err(internal)?;
-    let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
-    registry
-        .save_node(&NodeRecord {
-            hostname: hostname.to_string(),
-            site: site.name.clone(),
-            address: address.to_string(),
-            joined_at: existing
-                .as_ref()
-                .map(|n| n.joined_at.clone())
-                .unwrap_or_else(|| rfc3339(now)),
-            secret_hash: stored_hash(&node_secret),
-            state: existing
-                .as_ref()
-                .map(|n| n.state)
-                .unwrap_or(NodeState::Joined),
-            placed_at: existing.as_ref().and_then(|n| n.placed_at.clone()),
-            key_pin: Some(issued.key_pin),
-            ovn_ca: Some(issued.ca_pem),
-            // A join again (same key) keeps the earlier certificates'
-            // sessions until they expire.
-            previous_ovn_cas: existing
-                .as_ref()
-                .map(|n| {
-                    ovn_access::unexpired(
-                        n.previous_ovn_cas
-                            .iter()
-                            .chain(&n.ovn_ca)
-                            .cloned()
-                            .collect(),
-                    )
-                })
-                .unwrap_or_default(),
-            certificate: Some(issued.cert_pem.clone()),
-            trusted_cas: existing
-                .as_ref()
-                .map(|n| n.trusted_cas.clone())
-                .unwrap_or_default(),
-            config: existing.as_ref().and_then(|n| n.config.clone()),
-        })
-        .map_err(internal)?;
-    if existing.is_none() {
-        record.uses += 1;
-        registry.save_token(&record).map_err(internal)?;
+    Ok(())
+}
+
+/// What the registry keeps of a node that just joined: a host that joined
+/// before keeps its history (when it joined and was placed, its state, its
+/// trusted CAs, its config) and its earlier certificates' sessions until
+/// they expire.
+fn node_record(
+    existing: Option<&NodeRecord>,
+    hostname: &crate::types::NodeName,
+    site: &str,
+    address: std::net::IpAddr,
+    node_secret: &str,
+    issued: &ovn_access::NodeCertificate,
+    now: SystemTime,
+) -> NodeRecord {
+    NodeRecord {
+        hostname: hostname.to_string(),
+        site: site.to_string(),
+        address: address.to_string(),
+        joined_at: existing
+            .map(|n| n.joined_at.clone())
+            .unwrap_or_else(|| rfc3339(now)),
+        secret_hash: stored_hash(node_secret),
+        state: existing.map(|n| n.state).unwrap_or(NodeState::Joined),
+        placed_at: existing.and_then(|n| n.placed_at.clone()),
+        key_pin: Some(issued.key_pin.clone()),
+        ovn_ca: Some(issued.ca_pem.clone()),
+        // A join again (same key) keeps the earlier certificates'
+        // sessions until they expire.
+        previous_ovn_cas: existing
+            .map(|n| {
+                ovn_access::unexpired(
+                    n.previous_ovn_cas
+                        .iter()
+                        .chain(&n.ovn_ca)
+                        .cloned()
+                        .collect(),
+                )
+            })
+            .unwrap_or_default(),
+        certificate: Some(issued.cert_pem.clone()),
+        trusted_cas: existing.map(|n| n.trusted_cas.clone()).unwrap_or_default(),
+        config: existing.and_then(|n| n.config.clone()),
     }
-    ovn_access::write_client_cas(&host.files).map_err(internal)?;
-    // The join is done whatever happens to its progress record.
-    if let Err(e) = record_joined(host, &lock, &site.name, hostname.as_str(), &record.id) {
-        tracing::warn!("recording that {hostname} joined: {e:#}");
-    }
-    Ok(JoinReply {
-        site: site.name,
-        node_certificate: issued.cert_pem,
-        node_secret,
-        credentials,
-    })
 }
 
 /// The certificate lifetimes and renewal point of this control plane.
