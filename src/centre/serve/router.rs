@@ -81,12 +81,15 @@ async fn read_body(
     }
 }
 
+/// A response and the note its log line ends with.
+type Answer = (Response<Full<Bytes>>, String);
+
 async fn route(
     state: &Arc<State>,
     peer: SocketAddr,
     body_time: Duration,
     req: Request<Incoming>,
-) -> (Response<Full<Bytes>>, String) {
+) -> Answer {
     if !state.limiter.allow(peer.ip()) {
         return (
             error(
@@ -98,8 +101,21 @@ async fn route(
         );
     }
     let route = Route::resolve(req.method().as_str(), req.uri().path());
-    let config_report = matches!(route, Route::ReportConfig(_));
-    match route {
+    match answer(state, route, body_time, req).await {
+        Ok(answer) | Err(answer) => answer,
+    }
+}
+
+/// What a route answers; `Err` is a refusal made before its handler ran
+/// (a body too large or too slow, a handler that panicked).
+async fn answer(
+    state: &Arc<State>,
+    route: Route,
+    body_time: Duration,
+    req: Request<Incoming>,
+) -> Result<Answer, Answer> {
+    let st = state.clone();
+    Ok(match route {
         Route::Health => (
             json(
                 200,
@@ -114,19 +130,12 @@ async fn route(
             String::new(),
         ),
         Route::Join => {
-            let body = match read_body(req, MAX_BODY, body_time).await {
-                Ok(b) => b,
-                Err(refusal) => return (refusal, String::new()),
-            };
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || {
+            let body = read_body(req, MAX_BODY, body_time).await.map_err(unnoted)?;
+            let a = off_the_runtime(move || {
                 answer_join(&st.host, st.accounts.as_ref(), &st.challenges, &body)
             })
-            .await
-            {
-                Ok(a) => (json(a.status, &a.body), a.note),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
+            .await?;
+            (json(a.status, &a.body), a.note)
         }
         // Refused before the body is read: nothing is provisioned for a
         // host that could not use what it gets.
@@ -143,108 +152,91 @@ async fn route(
         ),
         Route::Progress => {
             let bearer = bearer(&req);
-            let body = match read_body(req, PROGRESS_MAX_BODY, body_time).await {
-                Ok(b) => b,
-                Err(refusal) => return (refusal, String::new()),
-            };
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || {
-                progress::answer(&st.host, bearer.as_deref(), &body)
-            })
-            .await
-            {
-                Ok(a) => (json(a.status, &a.body), a.note),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
+            let body = (read_body(req, PROGRESS_MAX_BODY, body_time).await).map_err(unnoted)?;
+            let a = off_the_runtime(move || progress::answer(&st.host, bearer.as_deref(), &body))
+                .await?;
+            (json(a.status, &a.body), a.note)
         }
-        Route::FetchConfig(hostname) | Route::ReportConfig(hostname) => {
-            let shown_host = shown(hostname.as_str());
+        Route::FetchConfig(hostname) => {
+            let note = format!("(node {} config)", shown(hostname.as_str()));
             let bearer = bearer(&req);
-            let body = if config_report {
-                match read_body(req, CONFIG_MAX_BODY, body_time).await {
-                    Ok(b) => Some(b),
-                    Err(refusal) => return (refusal, String::new()),
-                }
-            } else {
-                None
-            };
-            let st = state.clone();
-            let answer = tokio::task::spawn_blocking(move || match body {
-                None => config::fetch(&st.host, hostname.as_str(), bearer.as_deref())
-                    .map(|reply| json(200, &reply)),
-                Some(body) => config::report(&st.host, hostname.as_str(), bearer.as_deref(), &body)
-                    .map(|()| json(200, &serde_json::json!({}))),
+            let reply = off_the_runtime(move || {
+                config::fetch(&st.host, hostname.as_str(), bearer.as_deref())
             })
-            .await;
-            match answer {
-                Ok(Ok(response)) => (response, format!("(node {shown_host} config)")),
-                Ok(Err(r)) => (
-                    json(r.status, &r.reply),
-                    format!("(node {shown_host} config) refused: {}", r.reply.error),
-                ),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
+            .await?;
+            or_refused(reply.map(|r| json(200, &r)), note)
+        }
+        Route::ReportConfig(hostname) => {
+            let note = format!("(node {} config)", shown(hostname.as_str()));
+            let bearer = bearer(&req);
+            let body = (read_body(req, CONFIG_MAX_BODY, body_time).await).map_err(unnoted)?;
+            let reply = off_the_runtime(move || {
+                config::report(&st.host, hostname.as_str(), bearer.as_deref(), &body)
+            })
+            .await?;
+            or_refused(reply.map(|()| json(200, &serde_json::json!({}))), note)
         }
         Route::NodeCertificate(hostname) => {
-            let shown_host = shown(hostname.as_str());
+            let note = format!("(node {} certificate)", shown(hostname.as_str()));
             let bearer = bearer(&req);
-            let body = match read_body(req, CERTIFICATE_MAX_BODY, body_time).await {
-                Ok(b) => b,
-                Err(refusal) => return (refusal, String::new()),
-            };
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || {
+            let body = (read_body(req, CERTIFICATE_MAX_BODY, body_time).await).map_err(unnoted)?;
+            let reply = off_the_runtime(move || {
                 certificate::check(&st.host, hostname.as_str(), bearer.as_deref(), &body)
             })
-            .await
-            {
-                Ok(Ok(reply)) => {
-                    let what = if reply.certificate.is_some() {
-                        "renewed"
-                    } else {
-                        "checked"
-                    };
-                    (
-                        json(200, &reply),
-                        format!("(node {shown_host} certificate) {what}"),
-                    )
-                }
-                Ok(Err(r)) => (
-                    json(r.status, &r.reply),
-                    format!("(node {shown_host} certificate) refused: {}", r.reply.error),
-                ),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
+            .await?;
+            let what = match &reply {
+                Ok(r) if r.certificate.is_some() => " renewed",
+                Ok(_) => " checked",
+                Err(_) => "",
+            };
+            or_refused(reply.map(|r| json(200, &r)), format!("{note}{what}"))
         }
         Route::TrustedCas => {
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || certificate::trusted_cas(&st.host)).await {
-                Ok(Ok(cas)) => (json(200, &cas), String::new()),
-                Ok(Err(r)) => (json(r.status, &r.reply), String::new()),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
+            match off_the_runtime(move || certificate::trusted_cas(&st.host)).await? {
+                Ok(cas) => (json(200, &cas), String::new()),
+                Err(r) => (json(r.status, &r.reply), String::new()),
             }
         }
         Route::NodeStatus(hostname) => {
-            let shown_host = shown(hostname.as_str());
+            let note = format!("(node {})", shown(hostname.as_str()));
             let bearer = bearer(&req);
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || {
+            let reply = off_the_runtime(move || {
                 handlers::node_status(&st.host, hostname.as_str(), bearer.as_deref())
             })
-            .await
-            {
-                Ok(Ok(status)) => (json(200, &status), format!("(node {shown_host})")),
-                Ok(Err(r)) => (
-                    json(r.status, &r.reply),
-                    format!("(node {shown_host}) refused: {}", r.reply.error),
-                ),
-                Err(e) => (error(500, "internal", &format!("{e}")), String::new()),
-            }
+            .await?;
+            or_refused(reply.map(|s| json(200, &s)), note)
         }
         Route::NotAHostName(name) => (
             error(404, "bad-request", "not a host name"),
             format!("(node {})", shown(&name)),
         ),
         Route::NotFound => (error(404, "bad-request", "no such endpoint"), String::new()),
+    })
+}
+
+/// A refusal made before any handler ran: nothing to note.
+fn unnoted(response: Response<Full<Bytes>>) -> Answer {
+    (response, String::new())
+}
+
+/// Blocking work (files, locks, calls to OpenStack) off the async runtime;
+/// if it panics, an internal error.
+async fn off_the_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Answer> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| unnoted(error(500, "internal", &format!("{e}"))))
+}
+
+/// A handler's answer, or its refusal, with `note` (and the refusal's code)
+/// for the log line.
+fn or_refused(reply: Result<Response<Full<Bytes>>, handlers::Refusal>, note: String) -> Answer {
+    match reply {
+        Ok(response) => (response, note),
+        Err(r) => {
+            let note = format!("{note} refused: {}", r.reply.error);
+            (json(r.status, &r.reply), note)
+        }
     }
 }
