@@ -116,6 +116,30 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
         );
     }
     tracing::info!("control plane {} at {}", id.hostname, id.address);
+    let roles = roles_of(config)?;
+    let recipes = Recipes::embedded()?;
+    let packages = recipes.packages_for_roles(&roles)?.len();
+    let mut phases = first_phases(config, &id, opts, &root);
+    if opts.until <= PhaseName::Secrets {
+        phases.retain(|(n, _)| *n <= opts.until);
+        let phases: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
+        let run = engine::run(&phases, host)?;
+        return finish(run, host, &id, packages, &roles);
+    }
+    // Later phases need the passwords: generate them first (a no-op when
+    // the secrets phase ran before).
+    let head: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
+    let mut run = engine::run(&head, host)?;
+    drop(head);
+    let rest = later_phases(config, host, &id, &recipes, &roles, opts.until)?;
+    let mut later = engine::run(&rest, host)?;
+    run.steps.append(&mut later.steps);
+    run.phases.append(&mut later.phases);
+    finish(run, host, &id, packages, &roles)
+}
+
+/// The roles the config names, which must include the controller.
+fn roles_of(config: &StandaloneConfig) -> Result<Vec<&'static str>> {
     let roles: Vec<&str> = config
         .roles
         .iter()
@@ -129,10 +153,18 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
             "roles must include controller: `standalone init` sets up the control plane (edges join with `dcn join`)"
         );
     }
-    let recipes = Recipes::embedded()?;
-    let packages = recipes.packages_for_roles(&roles)?.len();
+    Ok(roles)
+}
 
-    let mut phases: Vec<(PhaseName, Phase<'static>)> = vec![
+/// Preflight (on a live host only) and the secrets phase: what runs before
+/// anything needs the passwords.
+fn first_phases(
+    config: &StandaloneConfig,
+    id: &identity::Identity,
+    opts: &InitOptions,
+    root: &std::path::Path,
+) -> Vec<(PhaseName, Phase<'static>)> {
+    vec![
         (
             PhaseName::Preflight,
             Phase {
@@ -149,88 +181,77 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
         ),
         (
             PhaseName::Secrets,
-            secrets::phase(
-                &id,
-                crate::certs::policy::Policy::from(&config.certificates),
-            ),
+            secrets::phase(id, crate::certs::policy::Policy::from(&config.certificates)),
         ),
-    ];
-    if opts.until > PhaseName::Secrets {
-        // Later phases need the passwords: generate them first (a no-op
-        // when the secrets phase ran before).
-        let mut head: Vec<Phase> = phases.drain(..).map(|(_, p)| p).collect();
-        let report_head = engine::run(&head, host)?;
-        head.clear();
-        let mut passwords = PasswordStore::load(&host.files)?;
-        if host.dry_run {
-            // A dry run on a fresh host renders with passwords that exist
-            // only in memory; files holding them are not shown anyway.
-            passwords.ensure(
-                secrets::control_plane_passwords()
-                    .iter()
-                    .map(String::as_str),
-            );
-        }
-        let facts = crate::host::facts::HostFacts::detect(&root);
-        let values = Arc::new(values::control_plane_values(
-            config, &id, &facts, &passwords,
-        )?);
-        let services: Vec<String> = recipes
-            .services_for_roles(&roles)?
-            .iter()
-            .map(|s| s.service.clone())
-            .collect();
-        let plan = Plan {
-            services: services.clone(),
-            values: values.clone(),
-            custom_config: custom_config(config),
-            source: config.packages.source.clone(),
-            certs: Arc::new(crate::centre::control_plane::pki_certs::PkiCerts),
-            recipes: recipes.clone(),
-        };
-        let record = crate::deployment::Deployment {
-            roles: roles.iter().map(|r| r.to_string()).collect(),
-            services: services.clone(),
-            hostname: id.hostname.clone(),
-            address: id.address.to_string(),
-            site: None,
-        };
-        let mut rest =
-            control_plane_phases(&plan, &recipes, &services, &values, &roles, &id.hostname)?;
-        if let Some((_, configure)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Configure) {
-            configure.steps.insert(
-                0,
-                Box::new(secrets::RenewDue::new(
-                    &id,
-                    crate::certs::policy::Policy::from(&config.certificates),
-                )),
-            );
-        }
-        // The record comes first, so status and reset know a half-done setup.
-        if let Some((_, packages)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Packages) {
-            packages
-                .steps
-                .insert(0, Box::new(crate::deployment::Record(record)));
-            let saved = serde_yaml::to_string(config).context("serialising the config")?;
-            packages
-                .steps
-                .insert(1, Box::new(crate::deployment::SaveConfig(saved)));
-        }
-        rest.retain(|(n, _)| *n <= opts.until);
-        let rest: Vec<Phase> = rest.into_iter().map(|(_, p)| p).collect();
-        let mut run = engine::run(&rest, host)?;
-        let mut steps = report_head.steps;
-        steps.append(&mut run.steps);
-        run.steps = steps;
-        let mut phase_times = report_head.phases;
-        phase_times.append(&mut run.phases);
-        run.phases = phase_times;
-        return finish(run, host, &id, packages, &roles);
+    ]
+}
+
+/// The phases after secrets, up to `until`, rendered with the passwords:
+/// the deployment record and the config first (so status and reset know a
+/// half-done setup), certificates due renewed as configure starts.
+fn later_phases(
+    config: &StandaloneConfig,
+    host: &Host,
+    id: &identity::Identity,
+    recipes: &Recipes,
+    roles: &[&str],
+    until: PhaseName,
+) -> Result<Vec<Phase<'static>>> {
+    let mut passwords = PasswordStore::load(&host.files)?;
+    if host.dry_run {
+        // A dry run on a fresh host renders with passwords that exist
+        // only in memory; files holding them are not shown anyway.
+        passwords.ensure(
+            secrets::control_plane_passwords()
+                .iter()
+                .map(String::as_str),
+        );
     }
-    phases.retain(|(n, _)| *n <= opts.until);
-    let phases: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
-    let run = engine::run(&phases, host)?;
-    finish(run, host, &id, packages, &roles)
+    let facts = crate::host::facts::HostFacts::detect(host.files.root());
+    let values = Arc::new(values::control_plane_values(
+        config, id, &facts, &passwords,
+    )?);
+    let services: Vec<String> = recipes
+        .services_for_roles(roles)?
+        .iter()
+        .map(|s| s.service.clone())
+        .collect();
+    let plan = Plan {
+        services: services.clone(),
+        values: values.clone(),
+        custom_config: custom_config(config),
+        source: config.packages.source.clone(),
+        certs: Arc::new(crate::centre::control_plane::pki_certs::PkiCerts),
+        recipes: recipes.clone(),
+    };
+    let record = crate::deployment::Deployment {
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+        services: services.clone(),
+        hostname: id.hostname.clone(),
+        address: id.address.to_string(),
+        site: None,
+    };
+    let mut rest = control_plane_phases(&plan, recipes, &services, &values, roles, &id.hostname)?;
+    if let Some((_, configure)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Configure) {
+        configure.steps.insert(
+            0,
+            Box::new(secrets::RenewDue::new(
+                id,
+                crate::certs::policy::Policy::from(&config.certificates),
+            )),
+        );
+    }
+    if let Some((_, packages)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Packages) {
+        packages
+            .steps
+            .insert(0, Box::new(crate::deployment::Record(record)));
+        let saved = serde_yaml::to_string(config).context("serialising the config")?;
+        packages
+            .steps
+            .insert(1, Box::new(crate::deployment::SaveConfig(saved)));
+    }
+    rest.retain(|(n, _)| *n <= until);
+    Ok(rest.into_iter().map(|(_, p)| p).collect())
 }
 
 fn finish(
