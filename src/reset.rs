@@ -7,8 +7,7 @@ use crate::deployment::{DEPLOYMENT_FILE, Deployment};
 use crate::host::Host;
 use crate::host::command::Cmd;
 use crate::host::systemd::Systemd;
-use crate::recipes::Recipes;
-use crate::secrets::Secret;
+use crate::recipes::{Recipes, ServiceRecipe};
 use anyhow::Result;
 use std::time::Duration;
 
@@ -32,61 +31,18 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         return Ok(report);
     };
     let recipes = Recipes::embedded()?;
-    let services: Vec<_> = deployment
+    let services: Vec<&ServiceRecipe> = deployment
         .services
         .iter()
         .filter_map(|s| recipes.services.get(s))
         .collect();
-    let runner = host.runner.as_ref();
-    let systemd = Systemd::new(runner);
-    // Best effort throughout: a half-installed host must still reset.
-    let run = |cmd: Cmd| {
-        if let Err(e) = runner.run(&cmd.unchecked()) {
-            tracing::warn!("{e:#}");
-        }
-    };
-
-    // Guests first, while libvirt runs.
-    if deployment.services.iter().any(|s| s == "nova-compute")
-        && systemd.is_active("libvirtd.service").unwrap_or(false)
-    {
-        let out = runner.run(
-            &Cmd::new("listing guests", "virsh")
-                .args(["list", "--all", "--name"])
-                .read_only()
-                .unchecked(),
-        )?;
-        for name in out
-            .stdout
-            .lines()
-            .map(str::trim)
-            .filter(|n| n.starts_with("instance-"))
-        {
-            run(Cmd::new(format!("stopping guest {name}"), "virsh").args(["destroy", name]));
-            run(Cmd::new(format!("removing guest {name}"), "virsh")
-                .args(["undefine", "--nvram", name]));
-        }
+    // Guests first, while libvirt runs; databases while MariaDB runs.
+    if deployment.services.iter().any(|s| s == "nova-compute") {
+        remove_guests(host)?;
     }
-    // Databases and their users, while MariaDB runs.
-    if systemd.is_active("mariadb.service").unwrap_or(false) {
-        let mut sql = String::new();
-        for s in &services {
-            if let Some(db) = &s.database {
-                for name in &db.names {
-                    sql.push_str(&format!("DROP DATABASE IF EXISTS `{name}`;\n"));
-                    report.databases.push(name.clone());
-                }
-                sql.push_str(&format!("DROP USER IF EXISTS '{}'@'127.0.0.1';\n", db.user));
-            }
-        }
-        if !sql.is_empty() {
-            run(Cmd::new("dropping the databases", "mysql")
-                .args(["--user=root", "--batch"])
-                .stdin(Secret::new(sql)));
-        }
-    }
+    report.databases = drop_databases(host, &services);
     // Units, in reverse start order.
-    let stopping = Systemd::new(runner).timeout(Duration::from_secs(120));
+    let stopping = Systemd::new(host.runner.as_ref()).timeout(Duration::from_secs(120));
     for s in services.iter().rev() {
         for u in s.units.iter().rev() {
             if let Err(e) = stopping.stop_for_good(u) {
@@ -95,27 +51,18 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
             report.units.push(u.clone());
         }
     }
-    // Files dcn wrote, drop-ins, certificates and the services' state.
-    for s in &services {
-        let mut paths: Vec<String> = s.files.iter().map(|f| f.path.clone()).collect();
-        paths.extend(s.custom_config.iter().map(|c| c.path.clone()));
-        for c in &s.certificates {
-            paths.extend([c.cert.clone(), c.key.clone(), c.ca.clone()]);
-        }
-        paths.extend(s.reset_paths.iter().cloned());
-        for p in paths {
-            if host.files.remove_all(&p)?.changed() {
-                report.paths.push(p);
-            }
-        }
-    }
+    report.paths = remove_service_files(host, &services)?;
     if purge {
         let mut packages: Vec<String> = services.iter().flat_map(|s| s.packages.clone()).collect();
         packages.sort();
         packages.dedup();
         report.packages = packages.len();
-        crate::host::apt::Apt::new(runner, &host.files, crate::types::PackageSource::Mirror)
-            .purge(&packages)?;
+        crate::host::apt::Apt::new(
+            host.runner.as_ref(),
+            &host.files,
+            crate::types::PackageSource::Mirror,
+        )
+        .purge(&packages)?;
     }
     // Files dcn wrote for operators (not theirs, such as a site.yaml next to
     // them), then dcn's own state (secrets, CA, journal) last.
@@ -139,4 +86,92 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
     }
     tracing::debug!("removed {DEPLOYMENT_FILE} with the state directory");
     Ok(report)
+}
+
+/// A command run for its effect, best effort: a half-installed host must
+/// still reset.
+fn best_effort(host: &Host, cmd: Cmd) {
+    if let Err(e) = host.runner.run(&cmd.unchecked()) {
+        tracing::warn!("{e:#}");
+    }
+}
+
+/// Stop and undefine nova's guests, while libvirt runs.
+fn remove_guests(host: &Host) -> Result<()> {
+    let runner = host.runner.as_ref();
+    if !Systemd::new(runner)
+        .is_active("libvirtd.service")
+        .unwrap_or(false)
+    {
+        return Ok(());
+    }
+    let out = runner.run(
+        &Cmd::new("listing guests", "virsh")
+            .args(["list", "--all", "--name"])
+            .read_only()
+            .unchecked(),
+    )?;
+    for name in out
+        .stdout
+        .lines()
+        .map(str::trim)
+        .filter(|n| n.starts_with("instance-"))
+    {
+        best_effort(
+            host,
+            Cmd::new(format!("stopping guest {name}"), "virsh").args(["destroy", name]),
+        );
+        best_effort(
+            host,
+            Cmd::new(format!("removing guest {name}"), "virsh").args(["undefine", "--nvram", name]),
+        );
+    }
+    Ok(())
+}
+
+/// Drop the services' databases and their users, while MariaDB runs; the
+/// databases dropped.
+fn drop_databases(host: &Host, services: &[&ServiceRecipe]) -> Vec<String> {
+    if !Systemd::new(host.runner.as_ref())
+        .is_active("mariadb.service")
+        .unwrap_or(false)
+    {
+        return Vec::new();
+    }
+    let mut dropped = Vec::new();
+    let mut sql = String::new();
+    for db in services.iter().filter_map(|s| s.database.as_ref()) {
+        for name in &db.names {
+            sql.push_str(&format!("DROP DATABASE IF EXISTS `{name}`;\n"));
+            dropped.push(name.clone());
+        }
+        sql.push_str(&format!("DROP USER IF EXISTS '{}'@'127.0.0.1';\n", db.user));
+    }
+    if !sql.is_empty() {
+        best_effort(
+            host,
+            crate::deploy::service::mariadb::script("dropping the databases".into(), sql),
+        );
+    }
+    dropped
+}
+
+/// Remove the files dcn wrote for the services: their files, drop-ins,
+/// certificates and state; the paths removed.
+fn remove_service_files(host: &Host, services: &[&ServiceRecipe]) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for s in services {
+        let mut paths: Vec<String> = s.files.iter().map(|f| f.path.clone()).collect();
+        paths.extend(s.custom_config.iter().map(|c| c.path.clone()));
+        for c in &s.certificates {
+            paths.extend([c.cert.clone(), c.key.clone(), c.ca.clone()]);
+        }
+        paths.extend(s.reset_paths.iter().cloned());
+        for p in paths {
+            if host.files.remove_all(&p)?.changed() {
+                removed.push(p);
+            }
+        }
+    }
+    Ok(removed)
 }
