@@ -5,6 +5,7 @@
 //! nodes report their progress ([`progress`]); a background placer maps joined hosts to the cell and their site's
 //! aggregate.
 
+mod admission;
 mod backoff;
 mod certificate;
 mod challenge;
