@@ -10,33 +10,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
     let host = crate::host::Host::system("/", false);
     match cmd {
         SiteCommand::List { output } => {
-            let sites = crate::centre::sites::admin::list_sites(&host)?;
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&sites)?),
-                OutputFormat::Text => {
-                    let mut t = Table::new(&[
-                        Column::new("SITE", 64).at_least(16),
-                        Column::new("STATE", 9),
-                        Column::new("TOKENS", 7),
-                        Column::new("NODES", 4096),
-                    ])
-                    .gap(1);
-                    for s in sites {
-                        let state = if s.site.revoked_at.is_some() {
-                            "revoked"
-                        } else {
-                            "active"
-                        };
-                        t.row([
-                            s.site.name.as_str(),
-                            state,
-                            &s.tokens.to_string(),
-                            &s.nodes.join(", "),
-                        ]);
-                    }
-                    print!("{}", t.render());
-                }
-            }
+            print_sites(crate::centre::sites::admin::list_sites(&host)?, output)?;
         }
         SiteCommand::Status { site, output } => {
             let status =
@@ -73,38 +47,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             file,
             dry_run,
             output,
-        } => {
-            let Some(file) = file else {
-                let registry = crate::centre::sites::Registry::new(&host.files);
-                registry.active_site(site.as_str())?;
-                let current = crate::centre::sites::site_config::current(&registry, &site)?;
-                match output {
-                    OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&current)?),
-                    OutputFormat::Text => print!(
-                        "# revision {}\n{}",
-                        current.revision,
-                        serde_yaml::to_string(&current.config)?
-                    ),
-                }
-                return Ok(ExitCode::SUCCESS);
-            };
-            let shown = file.display().to_string();
-            let text = crate::yaml::read_file(&file)
-                .map_err(|e| anyhow::anyhow!("cannot read the site config: {e}"))?;
-            let new = crate::config::parse_site_config(&text, &shown)?;
-            if new.site != site {
-                anyhow::bail!(
-                    "{shown} is the config of site {}, not {site}: fix its `site:` or name site {} on the command line",
-                    new.site,
-                    new.site
-                );
-            }
-            let change = crate::centre::sites::site_config::set(&host.files, new, dry_run)?;
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&change)?),
-                OutputFormat::Text => print!("{change}"),
-            }
-        }
+        } => site_config(&host, &site, file, dry_run, output)?,
         SiteCommand::Revoke { site } => {
             crate::centre::sites::admin::revoke_site(&host, site.as_str())?;
             println!(
@@ -121,43 +64,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
     match cmd {
         NodeCommand::List { output } => {
             let nodes = crate::centre::sites::admin::list_nodes_with_health(&host)?;
-            match output {
-                OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
-                OutputFormat::Text => {
-                    let mut t = Table::new(&[
-                        Column::new("HOST", 64).at_least(20),
-                        Column::new("SITE", 64).at_least(12),
-                        Column::new("ADDRESS", 40).at_least(15),
-                        Column::new("STATE", 16).at_least(8),
-                        Column::new("COMPUTE", 16).at_least(9),
-                        Column::new("NETWORK", 16).at_least(9),
-                        Column::new("JOINED", 32).at_least(20),
-                        Column::new("CERT", 16).at_least(7),
-                        Column::new("PHASE", 64),
-                    ])
-                    .gap(1);
-                    for n in nodes {
-                        let joined = n.joined();
-                        t.row([
-                            n.hostname(),
-                            n.site(),
-                            joined.map_or("-", |j| j.address.as_str()),
-                            &joined.map_or("-".to_string(), |j| {
-                                format!("{:?}", j.state).to_lowercase()
-                            }),
-                            n.compute.as_str(),
-                            n.network.as_str(),
-                            joined.map_or("-", |j| j.joined_at.as_str()),
-                            n.progress
-                                .certificate
-                                .as_ref()
-                                .map_or("-", |c| c.state.as_str()),
-                            &n.progress.shown,
-                        ]);
-                    }
-                    print!("{}", t.render());
-                }
-            }
+            print_nodes(nodes, output)?;
         }
         NodeCommand::Show { hostname, output } => {
             let view = crate::centre::sites::site_config::node_view(&host.files, &hostname)?;
@@ -170,35 +77,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             None => println!(
                 "a dcn join is running on this host; the next sync applies the site config"
             ),
-            Some(synced) => {
-                if synced.changed.is_empty() {
-                    println!(
-                        "site config revision {}: nothing to change",
-                        synced.revision
-                    );
-                } else {
-                    println!(
-                        "site config revision {} applied: wrote {}; restarted {}",
-                        synced.revision,
-                        synced.changed.join(", "),
-                        if synced.restarted.is_empty() {
-                            "nothing".to_string()
-                        } else {
-                            synced.restarted.join(", ")
-                        }
-                    );
-                }
-                if let Some(c) = &synced.certificate {
-                    if let Some((serial, until)) = &c.renewed {
-                        println!(
-                            "renewed this node's certificate: serial {serial}, valid until {until}"
-                        );
-                    }
-                    if c.trust_changed {
-                        println!("the CAs this node trusts changed");
-                    }
-                }
-            }
+            Some(synced) => print_synced(&synced),
         },
         NodeCommand::TrustCa { ca_pin } => {
             let pin: crate::pki::Pin = ca_pin.parse()?;
@@ -225,4 +104,152 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `dcn node list`: each node with its planes, certificate and phase.
+fn print_nodes(
+    nodes: Vec<crate::centre::sites::admin::NodeView>,
+    output: OutputFormat,
+) -> Result<()> {
+    match output {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&nodes)?),
+        OutputFormat::Text => {
+            let mut t = Table::new(&[
+                Column::new("HOST", 64).at_least(20),
+                Column::new("SITE", 64).at_least(12),
+                Column::new("ADDRESS", 40).at_least(15),
+                Column::new("STATE", 16).at_least(8),
+                Column::new("COMPUTE", 16).at_least(9),
+                Column::new("NETWORK", 16).at_least(9),
+                Column::new("JOINED", 32).at_least(20),
+                Column::new("CERT", 16).at_least(7),
+                Column::new("PHASE", 64),
+            ])
+            .gap(1);
+            for n in nodes {
+                let joined = n.joined();
+                t.row([
+                    n.hostname(),
+                    n.site(),
+                    joined.map_or("-", |j| j.address.as_str()),
+                    &joined.map_or("-".to_string(), |j| format!("{:?}", j.state).to_lowercase()),
+                    n.compute.as_str(),
+                    n.network.as_str(),
+                    joined.map_or("-", |j| j.joined_at.as_str()),
+                    n.progress
+                        .certificate
+                        .as_ref()
+                        .map_or("-", |c| c.state.as_str()),
+                    &n.progress.shown,
+                ]);
+            }
+            print!("{}", t.render());
+        }
+    }
+    Ok(())
+}
+
+/// What `dcn node sync-config` did.
+fn print_synced(synced: &crate::edge::join::config_sync::Synced) {
+    if synced.changed.is_empty() {
+        println!(
+            "site config revision {}: nothing to change",
+            synced.revision
+        );
+    } else {
+        println!(
+            "site config revision {} applied: wrote {}; restarted {}",
+            synced.revision,
+            synced.changed.join(", "),
+            if synced.restarted.is_empty() {
+                "nothing".to_string()
+            } else {
+                synced.restarted.join(", ")
+            }
+        );
+    }
+    if let Some(c) = &synced.certificate {
+        if let Some((serial, until)) = &c.renewed {
+            println!("renewed this node's certificate: serial {serial}, valid until {until}");
+        }
+        if c.trust_changed {
+            println!("the CAs this node trusts changed");
+        }
+    }
+}
+
+/// `dcn site list`: each site with its state, tokens and nodes.
+fn print_sites(
+    sites: Vec<crate::centre::sites::admin::SiteView>,
+    output: OutputFormat,
+) -> Result<()> {
+    match output {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&sites)?),
+        OutputFormat::Text => {
+            let mut t = Table::new(&[
+                Column::new("SITE", 64).at_least(16),
+                Column::new("STATE", 9),
+                Column::new("TOKENS", 7),
+                Column::new("NODES", 4096),
+            ])
+            .gap(1);
+            for s in sites {
+                let state = if s.site.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                t.row([
+                    s.site.name.as_str(),
+                    state,
+                    &s.tokens.to_string(),
+                    &s.nodes.join(", "),
+                ]);
+            }
+            print!("{}", t.render());
+        }
+    }
+    Ok(())
+}
+
+/// `dcn site config SITE [FILE]`: show the site's config, or plan and set
+/// a new one.
+fn site_config(
+    host: &crate::host::Host,
+    site: &crate::types::SiteName,
+    file: Option<std::path::PathBuf>,
+    dry_run: bool,
+    output: OutputFormat,
+) -> Result<()> {
+    let Some(file) = file else {
+        let registry = crate::centre::sites::Registry::new(&host.files);
+        registry.active_site(site.as_str())?;
+        let current = crate::centre::sites::site_config::current(&registry, site)?;
+        match output {
+            OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&current)?),
+            OutputFormat::Text => print!(
+                "# revision {}\n{}",
+                current.revision,
+                serde_yaml::to_string(&current.config)?
+            ),
+        }
+        return Ok(());
+    };
+    let shown = file.display().to_string();
+    let text = crate::yaml::read_file(&file)
+        .map_err(|e| anyhow::anyhow!("cannot read the site config: {e}"))?;
+    let new = crate::config::parse_site_config(&text, &shown)?;
+    if new.site != *site {
+        anyhow::bail!(
+            "{shown} is the config of site {}, not {site}: fix its `site:` or name site {} on the command line",
+            new.site,
+            new.site
+        );
+    }
+    let change = crate::centre::sites::site_config::set(&host.files, new, dry_run)?;
+    match output {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&change)?),
+        OutputFormat::Text => print!("{change}"),
+    }
+    Ok(())
 }
