@@ -43,35 +43,76 @@ pub fn read_stream(
     pin: Option<&Pin>,
 ) -> Result<Verified, BackupError> {
     let mut file = io::BufReader::new(input);
-    {
-        use std::io::BufRead;
-        let head = file
-            .fill_buf()
-            .map_err(|e| BackupError::Open(e.to_string()))?;
-        if head.len() < 2 {
-            return Err(BackupError::Truncated("the file is (nearly) empty".into()));
-        }
-        if head[..2] != [0x1f, 0x8b] {
-            return Err(BackupError::Corrupt(
-                "it does not start with the gzip signature (is it a dcn backup?)".into(),
-            ));
-        }
-    }
+    check_gzip_head(&mut file)?;
     let gz = flate2::bufread::GzDecoder::new(file);
     let mut archive = tar::Archive::new(gz);
     let entries = archive
         .entries()
         .map_err(|e| stream_error(e, "the archive"))?
         .raw(true);
-    let mut seen: BTreeMap<String, MemberInfo> = BTreeMap::new();
-    let mut manifest_bytes: Option<Vec<u8>> = None;
-    let mut signature: Option<Vec<u8>> = None;
-    let mut ca_cert: Option<String> = None;
+    let mut passed = Passed::default();
     for entry in entries {
-        let mut entry = entry.map_err(|e| stream_error(e, "a member's header"))?;
+        let entry = entry.map_err(|e| stream_error(e, "a member's header"))?;
+        passed.take(entry, extract_to)?;
+    }
+    // The rest of the stream, so that its checksum and length are checked.
+    let mut gz = archive.into_inner();
+    io::copy(&mut gz, &mut io::sink()).map_err(|e| stream_error(e, "the end of the archive"))?;
+    let manifest_bytes =
+        (passed.manifest).ok_or_else(|| BackupError::Truncated("it has no manifest".into()))?;
+    let signature =
+        (passed.signature).ok_or_else(|| BackupError::Truncated("it has no signature".into()))?;
+    let manifest = parse_manifest(&manifest_bytes)?;
+    check_members(&manifest, &passed.members)?;
+    let ca_cert = passed.ca_cert.ok_or_else(|| {
+        BackupError::Manifest("it holds no CA certificate (var/lib/dcn/pki/ca.crt)".into())
+    })?;
+    check_signature(&manifest, &manifest_bytes, &signature, &ca_cert, pin)?;
+    Ok(Verified {
+        manifest,
+        ca_cert_pem: ca_cert,
+    })
+}
+
+/// A gzip stream, or the reason it is not a backup.
+fn check_gzip_head(file: &mut impl io::BufRead) -> Result<(), BackupError> {
+    let head = file
+        .fill_buf()
+        .map_err(|e| BackupError::Open(e.to_string()))?;
+    if head.len() < 2 {
+        return Err(BackupError::Truncated("the file is (nearly) empty".into()));
+    }
+    if head[..2] != [0x1f, 0x8b] {
+        return Err(BackupError::Corrupt(
+            "it does not start with the gzip signature (is it a dcn backup?)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What has passed so far: each member's size and digest, the manifest and
+/// its signature (which end a backup, in that order), and the CA
+/// certificate among the members.
+#[derive(Default)]
+struct Passed {
+    members: BTreeMap<String, MemberInfo>,
+    manifest: Option<Vec<u8>>,
+    signature: Option<Vec<u8>>,
+    ca_cert: Option<String>,
+}
+
+impl Passed {
+    /// Check one member's name, type and place, and pass it: hashed (and
+    /// written under `extract_to`), or kept when it is the manifest or the
+    /// signature.
+    fn take(
+        &mut self,
+        mut entry: tar::Entry<'_, impl Read>,
+        extract_to: Option<&Path>,
+    ) -> Result<(), BackupError> {
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let shown = crate::terminal_text::sanitize(&name).into_owned();
-        if signature.is_some() {
+        if self.signature.is_some() {
             return Err(BackupError::Layout(format!(
                 "{shown} follows the manifest's signature, which ends a backup"
             )));
@@ -89,7 +130,7 @@ pub fn read_stream(
                 ),
             });
         }
-        if seen.contains_key(&name) || (name == MANIFEST && manifest_bytes.is_some()) {
+        if self.members.contains_key(&name) || (name == MANIFEST && self.manifest.is_some()) {
             return Err(BackupError::BadMember {
                 member: shown,
                 why: "it is in the archive twice".into(),
@@ -103,11 +144,11 @@ pub fn read_stream(
                         "the manifest is over {MAX_MANIFEST} bytes"
                     )));
                 }
-                manifest_bytes = Some(read_small(&mut entry, size, &shown)?);
-                continue;
+                self.manifest = Some(read_small(&mut entry, size, &shown)?);
+                return Ok(());
             }
             SIGNATURE => {
-                if manifest_bytes.is_none() {
+                if self.manifest.is_none() {
                     return Err(BackupError::Layout(
                         "the signature comes before the manifest".into(),
                     ));
@@ -115,69 +156,81 @@ pub fn read_stream(
                 if size > MAX_SMALL {
                     return Err(BackupError::Layout("the signature is too large".into()));
                 }
-                signature = Some(read_small(&mut entry, size, &shown)?);
-                continue;
+                self.signature = Some(read_small(&mut entry, size, &shown)?);
+                return Ok(());
             }
             _ => {}
         }
-        if manifest_bytes.is_some() {
+        if self.manifest.is_some() {
             return Err(BackupError::Layout(format!(
                 "{shown} follows the manifest, which comes after every member"
             )));
         }
-        if seen.len() >= MAX_MEMBERS {
+        if self.members.len() >= MAX_MEMBERS {
             return Err(BackupError::Layout(format!(
                 "it has more than {MAX_MEMBERS} members"
             )));
         }
-        let mut out: Box<dyn Write> = match extract_to {
+        let out: Box<dyn Write> = match extract_to {
             Some(dir) => Box::new(create_member_file(dir, &name)?),
             None => Box::new(io::sink()),
         };
         let keep = name == CA_MEMBER && size <= MAX_SMALL;
-        let mut kept = Vec::new();
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 64 << 10];
-        let mut count = 0u64;
-        loop {
-            let n = entry.read(&mut buf).map_err(|e| stream_error(e, &shown))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n])
-                .map_err(|e| BackupError::Extract(format!("writing {shown}: {e}")))?;
-            if keep {
-                kept.extend_from_slice(&buf[..n]);
-            }
-            count += n as u64;
-        }
-        out.flush()
-            .map_err(|e| BackupError::Extract(format!("writing {shown}: {e}")))?;
-        if count != size {
-            return Err(BackupError::Truncated(format!(
-                "the archive ends inside {shown}"
-            )));
-        }
+        let (info, kept) = copy_member(&mut entry, out, size, keep, &shown)?;
         if keep {
-            ca_cert = String::from_utf8(kept).ok();
+            self.ca_cert = String::from_utf8(kept).ok();
         }
-        seen.insert(
-            name,
-            MemberInfo {
-                size,
-                sha256: hex::encode(hasher.finalize()),
-            },
-        );
+        self.members.insert(name, info);
+        Ok(())
     }
-    // The rest of the stream, so that its checksum and length are checked.
-    let mut gz = archive.into_inner();
-    io::copy(&mut gz, &mut io::sink()).map_err(|e| stream_error(e, "the end of the archive"))?;
-    let manifest_bytes =
-        manifest_bytes.ok_or_else(|| BackupError::Truncated("it has no manifest".into()))?;
-    let signature =
-        signature.ok_or_else(|| BackupError::Truncated("it has no signature".into()))?;
-    let manifest = parse_manifest(&manifest_bytes)?;
+}
+
+/// Copy a member of `size` bytes to `out`, hashing it as it passes; its
+/// size and digest, and its bytes when `keep`.
+fn copy_member(
+    entry: &mut impl Read,
+    mut out: Box<dyn Write>,
+    size: u64,
+    keep: bool,
+    shown: &str,
+) -> Result<(MemberInfo, Vec<u8>), BackupError> {
+    let mut kept = Vec::new();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut count = 0u64;
+    loop {
+        let n = entry.read(&mut buf).map_err(|e| stream_error(e, shown))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n])
+            .map_err(|e| BackupError::Extract(format!("writing {shown}: {e}")))?;
+        if keep {
+            kept.extend_from_slice(&buf[..n]);
+        }
+        count += n as u64;
+    }
+    out.flush()
+        .map_err(|e| BackupError::Extract(format!("writing {shown}: {e}")))?;
+    if count != size {
+        return Err(BackupError::Truncated(format!(
+            "the archive ends inside {shown}"
+        )));
+    }
+    let info = MemberInfo {
+        size,
+        sha256: hex::encode(hasher.finalize()),
+    };
+    Ok((info, kept))
+}
+
+/// The members that passed are exactly those the manifest lists, with its
+/// sizes and digests, and every file and dump it names is one of them.
+fn check_members(
+    manifest: &Manifest,
+    seen: &BTreeMap<String, MemberInfo>,
+) -> Result<(), BackupError> {
     for (name, want) in &manifest.members {
         match seen.get(name) {
             None => {
@@ -215,12 +268,21 @@ pub fn read_stream(
             )));
         }
     }
-    let ca_cert = ca_cert.ok_or_else(|| {
-        BackupError::Manifest("it holds no CA certificate (var/lib/dcn/pki/ca.crt)".into())
-    })?;
-    let found = Pin::of_cert_pem(&ca_cert)
+    Ok(())
+}
+
+/// The manifest is signed by the CA the backup holds, which is the one it
+/// names, and the one `pin` expects when given.
+fn check_signature(
+    manifest: &Manifest,
+    manifest_bytes: &[u8],
+    signature: &[u8],
+    ca_cert: &str,
+    pin: Option<&Pin>,
+) -> Result<(), BackupError> {
+    let found = Pin::of_cert_pem(ca_cert)
         .map_err(|e| BackupError::Manifest(format!("its CA certificate: {e:#}")))?;
-    crate::pki::verify_signature(&ca_cert, &manifest_bytes, &signature)
+    crate::pki::verify_signature(ca_cert, manifest_bytes, signature)
         .map_err(|_| BackupError::Signature)?;
     if found.to_string() != manifest.ca_pin {
         return Err(BackupError::Manifest(
@@ -235,10 +297,7 @@ pub fn read_stream(
             found: found.to_string(),
         });
     }
-    Ok(Verified {
-        manifest,
-        ca_cert_pem: ca_cert,
-    })
+    Ok(())
 }
 
 fn read_small(entry: &mut impl Read, size: u64, shown: &str) -> Result<Vec<u8>, BackupError> {
