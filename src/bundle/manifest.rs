@@ -101,12 +101,6 @@ impl Manifest {
 
     /// [`Manifest::validate`] against the service catalogue of `recipes`.
     pub fn validate_with(&self, recipes: &crate::recipes::Recipes) -> Result<(), ManifestProblem> {
-        let problem = |path: &str, message: String| {
-            Err(ManifestProblem {
-                path: path.to_string(),
-                message,
-            })
-        };
         // The reader refuses another version, older or newer, with advice
         // (BundleError); this keeps the writer to its own.
         if self.format_version != FORMAT_VERSION {
@@ -116,6 +110,29 @@ impl Manifest {
                 format!("is {v}; this dcn writes {FORMAT_VERSION}"),
             );
         }
+        self.validate_against_catalogue(recipes)?;
+        if self.not_after <= self.created_at {
+            return problem("notAfter", "must be later than createdAt".into());
+        }
+        for (i, entry) in self.hosts.iter().enumerate() {
+            if entry.names.is_empty() {
+                let msg = format!("lists no host name for {}", entry.address);
+                return problem(&format!("hosts[{i}].names"), msg);
+            }
+        }
+        self.validate_also_trusted()?;
+        if let Err(e) = token::check_id(&self.token_id) {
+            return problem("tokenId", e.to_string());
+        }
+        self.validate_members()
+    }
+
+    /// Its config keys are the catalogue's edge keys, and its exports
+    /// exactly the catalogue's.
+    fn validate_against_catalogue(
+        &self,
+        recipes: &crate::recipes::Recipes,
+    ) -> Result<(), ManifestProblem> {
         for key in self.custom_service_config.keys() {
             if let Err(e) = recipes.config_key(key, true) {
                 return problem(&format!("customServiceConfig.{key}"), e);
@@ -137,15 +154,12 @@ impl Manifest {
                 return problem("controlPlane.exports", msg);
             }
         }
-        if self.not_after <= self.created_at {
-            return problem("notAfter", "must be later than createdAt".into());
-        }
-        for (i, entry) in self.hosts.iter().enumerate() {
-            if entry.names.is_empty() {
-                let msg = format!("lists no host name for {}", entry.address);
-                return problem(&format!("hosts[{i}].names"), msg);
-            }
-        }
+        Ok(())
+    }
+
+    /// At most [`MAX_ALSO_TRUSTED`] more CAs, each one PEM certificate of
+    /// a CA that may sign certificates.
+    fn validate_also_trusted(&self) -> Result<(), ManifestProblem> {
         if self.also_trusted.len() > MAX_ALSO_TRUSTED {
             let msg = format!(
                 "lists {} CAs; a bundle names at most {MAX_ALSO_TRUSTED} besides ca.crt",
@@ -162,9 +176,11 @@ impl Manifest {
                 return problem(&format!("alsoTrusted[{i}]"), msg);
             }
         }
-        if let Err(e) = token::check_id(&self.token_id) {
-            return problem("tokenId", e.to_string());
-        }
+        Ok(())
+    }
+
+    /// The digests of exactly the bundle's digested members.
+    fn validate_members(&self) -> Result<(), ManifestProblem> {
         for name in self.members.keys() {
             if !DIGESTED_MEMBERS.contains(&name.as_str()) {
                 let msg = format!(
@@ -186,4 +202,11 @@ impl Manifest {
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).expect("a manifest serialises to YAML")
     }
+}
+/// A manifest problem at field `path`.
+fn problem(path: &str, message: String) -> Result<(), ManifestProblem> {
+    Err(ManifestProblem {
+        path: path.to_string(),
+        message,
+    })
 }
