@@ -22,27 +22,8 @@ pub struct Health {
 
 impl Health {
     pub fn new(s: &ServiceRecipe, values: &Values) -> Result<Health> {
-        let checks = s
-            .health
-            .iter()
-            .map(|c| {
-                Ok(match c {
-                    HealthCheck::Tcp { host, port } => HealthCheck::Tcp {
-                        host: render_str(host, values)?,
-                        port: *port,
-                    },
-                    HealthCheck::Http { url } => HealthCheck::Http {
-                        url: render_str(url, values)?,
-                    },
-                    HealthCheck::Command { run } => HealthCheck::Command {
-                        run: run
-                            .iter()
-                            .map(|a| render_str(a, values))
-                            .collect::<Result<_>>()?,
-                    },
-                    HealthCheck::Unit { name } => HealthCheck::Unit { name: name.clone() },
-                })
-            })
+        let checks = (s.health.iter())
+            .map(|c| rendered(c, values))
             .collect::<Result<Vec<_>>>()
             .with_context(|| format!("rendering the health checks of {}", s.service))?;
         Ok(Health {
@@ -53,8 +34,28 @@ impl Health {
     }
 }
 
+/// A check with its templates rendered.
+pub fn rendered(c: &HealthCheck, values: &Values) -> Result<HealthCheck> {
+    Ok(match c {
+        HealthCheck::Tcp { host, port } => HealthCheck::Tcp {
+            host: render_str(host, values)?,
+            port: *port,
+        },
+        HealthCheck::Http { url } => HealthCheck::Http {
+            url: render_str(url, values)?,
+        },
+        HealthCheck::Command { run } => HealthCheck::Command {
+            run: run
+                .iter()
+                .map(|a| render_str(a, values))
+                .collect::<Result<_>>()?,
+        },
+        HealthCheck::Unit { name } => HealthCheck::Unit { name: name.clone() },
+    })
+}
+
 /// What a check looks at, for messages.
-fn describe(c: &HealthCheck) -> String {
+pub fn describe(c: &HealthCheck) -> String {
     match c {
         HealthCheck::Tcp { host, port } => format!("TCP {host}:{port}"),
         HealthCheck::Http { url } => format!("GET {url}"),
@@ -63,20 +64,32 @@ fn describe(c: &HealthCheck) -> String {
     }
 }
 
+/// One attempt at a check that looks over the network (a TCP port, an
+/// HTTP answer); `None` for the others.
+pub fn probe(c: &HealthCheck, http: &reqwest::blocking::Client) -> Option<bool> {
+    match c {
+        HealthCheck::Tcp { host, port } => Some(
+            (host.as_str(), *port)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .is_some_and(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()),
+        ),
+        // Any answer below 500 means the service is up (most APIs answer
+        // their root with a version document or 401).
+        HealthCheck::Http { url } => Some(
+            http.get(url)
+                .send()
+                .is_ok_and(|r| r.status().as_u16() < 500),
+        ),
+        _ => None,
+    }
+}
+
 /// One attempt at a check.
 fn passes(c: &HealthCheck, ctx: &Context, http: &reqwest::blocking::Client) -> bool {
     match c {
-        HealthCheck::Tcp { host, port } => (host.as_str(), *port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .is_some_and(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()),
-        // Any answer below 500 means the service is up (most APIs answer
-        // their root with a version document or 401).
-        HealthCheck::Http { url } => http
-            .get(url)
-            .send()
-            .is_ok_and(|r| r.status().as_u16() < 500),
+        HealthCheck::Tcp { .. } | HealthCheck::Http { .. } => probe(c, http).unwrap_or(false),
         HealthCheck::Command { run } => ctx
             .host
             .runner

@@ -4,7 +4,7 @@
 //! until services are healthy.
 
 pub mod files;
-mod health;
+pub mod health;
 mod packages;
 pub mod service;
 

@@ -3,13 +3,13 @@
 
 pub mod certificates;
 
+use crate::deploy::health;
 use crate::deployment::Deployment;
 use crate::host::Host;
 use crate::host::systemd::Systemd;
-use crate::recipes::{HealthCheck, Recipes, render_str};
+use crate::recipes::Recipes;
 use anyhow::Result;
 use serde::Serialize;
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 #[derive(Debug, Serialize)]
@@ -131,32 +131,14 @@ pub fn status(host: &Host) -> Result<Status> {
         }
         let mut checks = Vec::new();
         for c in &recipe.health {
-            let (label, passed) = match c {
-                HealthCheck::Tcp { host: h, port } => {
-                    let h = render_str(h, &values).unwrap_or_else(|_| h.clone());
-                    let up = (h.as_str(), *port)
-                        .to_socket_addrs()
-                        .ok()
-                        .and_then(|mut a| a.next())
-                        .is_some_and(|a| {
-                            TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()
-                        });
-                    (format!("TCP {h}:{port}"), up)
-                }
-                HealthCheck::Http { url } => {
-                    let url = render_str(url, &values).unwrap_or_else(|_| url.clone());
-                    let up = http
-                        .get(&url)
-                        .send()
-                        .is_ok_and(|r| r.status().as_u16() < 500);
-                    (format!("GET {url}"), up)
-                }
-                // Commands and unit checks are covered by the unit states.
-                _ => continue,
+            // Commands and unit checks are covered by the unit states.
+            let c = health::rendered(c, &values).unwrap_or_else(|_| c.clone());
+            let Some(passed) = health::probe(&c, &http) else {
+                continue;
             };
             ok &= passed;
             checks.push(CheckStatus {
-                check: label,
+                check: health::describe(&c),
                 ok: passed,
             });
         }
