@@ -1,47 +1,13 @@
 //! `dcn lab …`: bring the local lab up and down, show its hosts, and run
 //! commands in them, restart them or cut their links.
 
-use crate::cli::{LabCommand, LinkState, OutputFormat};
+use crate::cli::{LabCommand, LabUpArgs, LinkState, OutputFormat};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
 pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
     match cmd {
-        LabCommand::Up(args) => {
-            let dcn_binary = std::env::current_exe().context("finding the running dcn binary")?;
-            let report = crate::lab::up(&crate::lab::UpOptions {
-                dir: args.dir.dir.clone(),
-                cache: args.cache,
-                edges: args.edges,
-                spare: args.spare,
-                edge_layer: !args.no_edge_layer,
-                dcn_binary,
-                config: args.config,
-                cert_lifetime: args.cert_lifetime,
-                bare_metal: args.bare_metal,
-                bare_metal_failures: args.bare_metal_failures,
-                edge_iso: args.edge_iso,
-            })?;
-            println!("The lab is up ({:.0}s). Phases:", report.total_seconds);
-            for p in &report.phases {
-                println!("  {:<40} {:>7.1}s", p.phase, p.seconds);
-            }
-            println!(
-                "Timings are in {}.",
-                args.dir.dir.join("report.json").display()
-            );
-            if let Some(inventory) = &report.bare_metal_inventory {
-                println!(
-                    "Bare-metal site {}: inventory {} (in cp: {}). Deploy it with:\n  dcn lab exec cp -- dcn site deploy {}",
-                    crate::lab::bare_metal::SITE,
-                    inventory.display(),
-                    crate::lab::bare_metal::CP_INVENTORY,
-                    crate::lab::bare_metal::CP_INVENTORY
-                );
-            }
-            println!("Try: dcn lab exec cp -- openstack server list");
-            Ok(ExitCode::SUCCESS)
-        }
+        LabCommand::Up(args) => up(args),
         LabCommand::Down(dir) => {
             let unexpected = crate::lab::down(&dir.dir)?;
             for what in &unexpected {
@@ -152,4 +118,41 @@ fn print_lab_status(status: &crate::lab::LabStatus) {
             v.vm.serial_log.display()
         );
     }
+}
+
+/// `dcn lab up`: the lab brought up, its phases' times printed.
+fn up(args: LabUpArgs) -> Result<ExitCode> {
+    let dcn_binary = std::env::current_exe().context("finding the running dcn binary")?;
+    let report = crate::lab::up(&crate::lab::UpOptions {
+        dir: args.dir.dir.clone(),
+        cache: args.cache,
+        edges: args.edges,
+        spare: args.spare,
+        edge_layer: !args.no_edge_layer,
+        dcn_binary,
+        config: args.config,
+        cert_lifetime: args.cert_lifetime,
+        bare_metal: args.bare_metal,
+        bare_metal_failures: args.bare_metal_failures,
+        edge_iso: args.edge_iso,
+    })?;
+    println!("The lab is up ({:.0}s). Phases:", report.total_seconds);
+    for p in &report.phases {
+        println!("  {:<40} {:>7.1}s", p.phase, p.seconds);
+    }
+    println!(
+        "Timings are in {}.",
+        args.dir.dir.join("report.json").display()
+    );
+    if let Some(inventory) = &report.bare_metal_inventory {
+        println!(
+            "Bare-metal site {}: inventory {} (in cp: {}). Deploy it with:\n  dcn lab exec cp -- dcn site deploy {}",
+            crate::lab::bare_metal::SITE,
+            inventory.display(),
+            crate::lab::bare_metal::CP_INVENTORY,
+            crate::lab::bare_metal::CP_INVENTORY
+        );
+    }
+    println!("Try: dcn lab exec cp -- openstack server list");
+    Ok(ExitCode::SUCCESS)
 }
