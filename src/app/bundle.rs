@@ -13,40 +13,12 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
             ttl,
             max_uses,
             output,
-        } => {
-            let host = crate::host::Host::system("/", false);
-            let e = crate::centre::sites::export::export(
-                &host,
-                &crate::centre::sites::export::ExportOptions {
-                    site: site.clone(),
-                    ttl,
-                    max_uses,
-                    output,
-                },
-            )?;
-            if e.site_created {
-                println!(
-                    "Created site {site}: availability zone and host aggregate {site}, with its own credentials."
-                );
-            }
-            let left = crate::timefmt::rough(
-                e.not_after
-                    .duration_since(std::time::SystemTime::now())
-                    .unwrap_or_default(),
-            );
-            println!(
-                "Wrote {} (0600): for {} host(s), valid for {left}. It is a secret: copy it to the edge host over a trusted channel.",
-                e.path.display(),
-                e.max_uses
-            );
-            println!("CA pin: {}", e.pin);
-            println!(
-                "On the edge host: dcn join {} --ca-pin {}",
-                e.path.display(),
-                e.pin
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => export(&crate::centre::sites::export::ExportOptions {
+            site,
+            ttl,
+            max_uses,
+            output,
+        }),
         BundleCommand::Inspect { file, output } => {
             // Inspect shows an expired bundle (marked expired) rather than
             // refusing it; every other check still applies.
@@ -90,4 +62,33 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `dcn bundle export`: the bundle written, and what to do with it.
+fn export(opts: &crate::centre::sites::export::ExportOptions) -> Result<ExitCode> {
+    let site = &opts.site;
+    let host = crate::host::Host::system("/", false);
+    let e = crate::centre::sites::export::export(&host, opts)?;
+    if e.site_created {
+        println!(
+            "Created site {site}: availability zone and host aggregate {site}, with its own credentials."
+        );
+    }
+    let left = crate::timefmt::rough(
+        e.not_after
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    );
+    println!(
+        "Wrote {} (0600): for {} host(s), valid for {left}. It is a secret: copy it to the edge host over a trusted channel.",
+        e.path.display(),
+        e.max_uses
+    );
+    println!("CA pin: {}", e.pin);
+    println!(
+        "On the edge host: dcn join {} --ca-pin {}",
+        e.path.display(),
+        e.pin
+    );
+    Ok(ExitCode::SUCCESS)
 }
