@@ -16,79 +16,86 @@ pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
                 crate::status::certificates::list(&host.files, std::time::SystemTime::now())?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
-                OutputFormat::Text => {
-                    let mut t = Table::new(&[
-                        Column::new("OWNER", 64).at_least(13),
-                        Column::new("NAME", 16).at_least(8),
-                        Column::new("SUBJECT", 64).at_least(20),
-                        Column::new("ISSUER", 64).at_least(20),
-                        Column::new("SERIAL", 40).at_least(12),
-                        Column::new("NOT AFTER", 32).at_least(20),
-                        Column::new("LEFT", 16).at_least(7),
-                        Column::new("STATE", 16),
-                    ])
-                    .gap(1);
-                    for r in &rows {
-                        t.row([
-                            r.owner.as_str(),
-                            &r.name,
-                            &r.subject,
-                            &r.issuer,
-                            &r.serial,
-                            &r.not_after,
-                            &r.left_shown(),
-                            &r.state,
-                        ]);
-                    }
-                    print!("{}", t.render());
-                }
+                OutputFormat::Text => print_certificates(&rows),
             }
         }
-        CertCommand::Renew { force } => {
-            let deployment = Deployment::load(&host.files)?.context(
-                "dcn has set up nothing on this host: run `dcn standalone init` or `dcn join`",
-            )?;
-            if deployment.roles.iter().any(|r| r == "controller") {
-                let run = crate::centre::renewal::renew::renew(&host, force)?;
-                if run.issued.is_empty() {
-                    println!("No certificate of the control plane is due.");
-                }
-                for (name, why, info) in &run.issued {
-                    println!(
-                        "Renewed the {name} certificate ({why}): serial {}, valid until {}.",
-                        info.serial,
-                        crate::timefmt::rfc3339(crate::certs::policy::system_time(info.not_after))
-                    );
-                }
-                if run.trust_changed {
-                    println!(
-                        "Wrote the CA certificates clients trust to {}.",
-                        crate::paths::PUBLIC_CA
-                    );
-                }
-                for i in &run.installed {
-                    println!(
-                        "Installed {}'s {} certificate; {}.",
-                        i.service, i.leaf, i.told
-                    );
-                }
-            } else {
-                let done = crate::edge::join::node_cert::check_now(&host, force)?;
-                match &done.renewed {
-                    Some((serial, until)) => println!(
-                        "Renewed this node's certificate: serial {serial}, valid until {until}."
-                    ),
-                    None => println!(
-                        "This node's certificate is not due; the join service has it on record."
-                    ),
-                }
-                if done.trust_changed {
-                    println!("The CAs this node trusts changed.");
-                }
-            }
-        }
+        CertCommand::Renew { force } => renew(&host, force)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `dcn cert list` as a table.
+fn print_certificates(rows: &[crate::certs::inventory::CertRow]) {
+    let mut t = Table::new(&[
+        Column::new("OWNER", 64).at_least(13),
+        Column::new("NAME", 16).at_least(8),
+        Column::new("SUBJECT", 64).at_least(20),
+        Column::new("ISSUER", 64).at_least(20),
+        Column::new("SERIAL", 40).at_least(12),
+        Column::new("NOT AFTER", 32).at_least(20),
+        Column::new("LEFT", 16).at_least(7),
+        Column::new("STATE", 16),
+    ])
+    .gap(1);
+    for r in rows {
+        t.row([
+            r.owner.as_str(),
+            &r.name,
+            &r.subject,
+            &r.issuer,
+            &r.serial,
+            &r.not_after,
+            &r.left_shown(),
+            &r.state,
+        ]);
+    }
+    print!("{}", t.render());
+}
+
+/// `dcn cert renew`: the control plane's certificates that are due (or all
+/// with `force`), or this node's.
+fn renew(host: &Host, force: bool) -> Result<()> {
+    let deployment = Deployment::load(&host.files)?
+        .context("dcn has set up nothing on this host: run `dcn standalone init` or `dcn join`")?;
+    if deployment.roles.iter().any(|r| r == "controller") {
+        let run = crate::centre::renewal::renew::renew(host, force)?;
+        if run.issued.is_empty() {
+            println!("No certificate of the control plane is due.");
+        }
+        for (name, why, info) in &run.issued {
+            println!(
+                "Renewed the {name} certificate ({why}): serial {}, valid until {}.",
+                info.serial,
+                crate::timefmt::rfc3339(crate::certs::policy::system_time(info.not_after))
+            );
+        }
+        if run.trust_changed {
+            println!(
+                "Wrote the CA certificates clients trust to {}.",
+                crate::paths::PUBLIC_CA
+            );
+        }
+        for i in &run.installed {
+            println!(
+                "Installed {}'s {} certificate; {}.",
+                i.service, i.leaf, i.told
+            );
+        }
+    } else {
+        let done = crate::edge::join::node_cert::check_now(host, force)?;
+        match &done.renewed {
+            Some((serial, until)) => {
+                println!("Renewed this node's certificate: serial {serial}, valid until {until}.")
+            }
+            None => {
+                println!("This node's certificate is not due; the join service has it on record.")
+            }
+        }
+        if done.trust_changed {
+            println!("The CAs this node trusts changed.");
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
