@@ -257,11 +257,14 @@ impl CertInfo {
                     x509_parser::extensions::GeneralName::DNSName(d) => {
                         dns_names.push(d.to_string())
                     }
-                    x509_parser::extensions::GeneralName::IPAddress(b) => match b.len() {
-                        4 => ip_addresses.push(IpAddr::from(<[u8; 4]>::try_from(*b).unwrap())),
-                        16 => ip_addresses.push(IpAddr::from(<[u8; 16]>::try_from(*b).unwrap())),
-                        _ => {}
-                    },
+                    // Another length is no address: left out.
+                    x509_parser::extensions::GeneralName::IPAddress(b) => {
+                        if let Ok(v4) = <[u8; 4]>::try_from(*b) {
+                            ip_addresses.push(IpAddr::from(v4));
+                        } else if let Ok(v6) = <[u8; 16]>::try_from(*b) {
+                            ip_addresses.push(IpAddr::from(v6));
+                        }
+                    }
                     _ => {}
                 }
             }
