@@ -26,14 +26,8 @@ fn ports_in_use_are_named_with_their_purpose() {
         "{}",
         c.message
     );
-    assert!(
-        c.message
-            .contains("5000 (keystone) is taken on 0.0.0.0")
-    );
-    assert!(
-        c.message
-            .contains("9292 (glance) is taken on ::")
-    );
+    assert!(c.message.contains("5000 (keystone) is taken on 0.0.0.0"));
+    assert!(c.message.contains("9292 (glance) is taken on ::"));
     assert!(
         c.message
             .contains("9696 (neutron) is taken on ::ffff:192.0.2.2")
