@@ -3,7 +3,8 @@
 //! certificates to edges ([`serve`]), keeps the registry of sites and nodes
 //! and their accounts ([`sites`]), deploys sites from their BMCs
 //! ([`site_deploy`]), backs itself up and restores ([`backup`]), and renews
-//! its certificates ([`renewal`]). Nothing here is used by `crate::edge`.
+//! its certificates ([`renewal`]); [`control_plane`] says who it is and
+//! what its recipes render with. Nothing here is used by `crate::edge`.
 
 pub mod backup;
 pub mod control_plane;
