@@ -1,7 +1,7 @@
 //! The crate's layout, as lib.rs maps it, held true: the control plane's side
 //! (`centre`) and the edge's side (`edge`) never use each other, what both
-//! share uses neither of them nor the commands above it, and no modules
-//! import each other in a circle.
+//! share uses neither of them nor the commands above it, no modules import
+//! each other in a circle, and every module says what it owns.
 //!
 //! Read from the source text: every `crate::a::b` path outside tests is an
 //! arrow from the module that writes it to module `a` (to `a::b` when `a` is
@@ -284,4 +284,26 @@ fn the_graph_holds_the_arrows_the_sources_write() {
     assert!(g["centre::serve"].contains("centre::sites"));
     assert!(g["app"].contains("centre::standalone"));
     assert!(!g.contains_key("lib"));
+}
+
+#[test]
+fn every_module_says_what_it_owns() {
+    // The map in lib.rs names the top of each part; each file's own `//!`
+    // says what it owns below that.
+    let mut files = Vec::new();
+    sources(&src(), &mut files);
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            !std::fs::read_to_string(f)
+                .unwrap()
+                .trim_start()
+                .starts_with("//!")
+        })
+        .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "modules without a module doc (`//!` at the top saying what the module owns): {silent:?}"
+    );
 }
