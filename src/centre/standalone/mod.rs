@@ -130,7 +130,6 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
     // the secrets phase ran before).
     let head: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
     let mut run = engine::run(&head, host)?;
-    drop(head);
     let rest = later_phases(config, host, &id, &recipes, &roles, opts.until)?;
     let mut later = engine::run(&rest, host)?;
     run.steps.append(&mut later.steps);
