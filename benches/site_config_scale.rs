@@ -101,18 +101,34 @@ impl Centre {
     /// texts from it, and fetch edge1-n1's config.
     fn case(&self, label: &str, text: &str, changed: &[(&str, String)]) {
         print!("{label}:");
-        let checked = step("validate", || validate_text(text, "site.yaml"));
+        let checked = step("validate", || {
+            validate_text(
+                &dcn::recipes::Recipes::embedded().unwrap(),
+                text,
+                "site.yaml",
+            )
+        });
         if let Err(e) = checked {
             let e = e.to_string();
             println!(" (refused: {})", e.chars().take(150).collect::<String>());
             return;
         }
-        let config: SiteConfig = parse_site_config(text, "site.yaml").unwrap();
+        let config: SiteConfig = parse_site_config(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            text,
+            "site.yaml",
+        )
+        .unwrap();
         self.cp.files.remove(SAVED).unwrap();
         step("dry run", || {
-            set(&self.cp.files, config.clone(), true)
-                .unwrap()
-                .to_string()
+            set(
+                &dcn::recipes::Recipes::embedded().unwrap(),
+                &self.cp.files,
+                config.clone(),
+                true,
+            )
+            .unwrap()
+            .to_string()
         });
         Registry::new(&self.cp.files)
             .save_site_config(&Revision {
@@ -122,9 +138,18 @@ impl Centre {
             })
             .unwrap();
         for (what, other) in changed {
-            let other = parse_site_config(other, "b.yaml").unwrap();
+            let other =
+                parse_site_config(&dcn::recipes::Recipes::embedded().unwrap(), other, "b.yaml")
+                    .unwrap();
             step(&format!("dry run changing {what}"), || {
-                set(&self.cp.files, other, true).unwrap().to_string()
+                set(
+                    &dcn::recipes::Recipes::embedded().unwrap(),
+                    &self.cp.files,
+                    other,
+                    true,
+                )
+                .unwrap()
+                .to_string()
             });
         }
         match step("node config request", || {
@@ -209,7 +234,7 @@ fn worst_case(centre: &Centre) {
 /// Resolution and diff alone for texts past the bounds: one node's part of
 /// a dry run that changes every value.
 fn core() {
-    let recipes = dcn::recipes::catalogue::embedded();
+    let recipes = &dcn::recipes::Recipes::embedded().unwrap();
     for one_section in [false, true] {
         for n in SIZES {
             let (a, b) = (

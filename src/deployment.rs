@@ -104,9 +104,11 @@ impl Step for SaveConfig {
 }
 
 /// The saved control-plane config, or an error saying init has not run.
+/// (Its service keys were checked against the catalogue before it was
+/// saved.)
 pub fn saved_config(files: &Files) -> Result<crate::config::StandaloneConfig> {
     let text = files.read_string(CONFIG_FILE)?.with_context(|| {
         format!("{CONFIG_FILE} is missing: run `dcn standalone init` on this host first")
     })?;
-    Ok(crate::config::parse_standalone(&text, CONFIG_FILE)?)
+    Ok(crate::config::read_standalone(&text, CONFIG_FILE)?)
 }

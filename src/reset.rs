@@ -21,7 +21,7 @@ pub struct ResetReport {
 }
 
 /// Reset this host. `purge` also removes the packages.
-pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
+pub fn reset(host: &Host, recipes: &Recipes, purge: bool) -> Result<ResetReport> {
     let mut report = ResetReport::default();
     let Some(deployment) = Deployment::load(&host.files)? else {
         // Perhaps only the secrets phase ran.
@@ -30,7 +30,6 @@ pub fn reset(host: &Host, purge: bool) -> Result<ResetReport> {
         }
         return Ok(report);
     };
-    let recipes = Recipes::embedded()?;
     let services: Vec<&ServiceRecipe> = deployment
         .services
         .iter()

@@ -87,6 +87,7 @@ fn control_plane() -> ControlPlane {
 fn backup(cp: &ControlPlane, with_images: bool) -> PathBuf {
     let out = cp.dir.path().join("backup.tar.gz");
     dcn::centre::backup::create::backup(
+        &dcn::recipes::Recipes::embedded().unwrap(),
         &cp.host,
         &dcn::centre::backup::create::Options {
             output: out.clone(),
@@ -144,7 +145,10 @@ fn regular(m: Vec<(String, Vec<u8>)>) -> Vec<Raw> {
 }
 
 fn refusal(path: &Path, pin: Option<&Pin>) -> String {
-    format!("{:#}", archive::read(path, None, pin).unwrap_err())
+    format!(
+        "{:#}",
+        archive::read(&dcn::recipes::Recipes::embedded().unwrap(), path, None, pin).unwrap_err()
+    )
 }
 
 #[test]
@@ -156,7 +160,13 @@ fn a_backup_holds_the_state_the_dumps_and_the_keys_and_verifies() {
         std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let v = archive::read(&path, None, Some(&cp.ca.pin())).unwrap();
+    let v = archive::read(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &path,
+        None,
+        Some(&cp.ca.pin()),
+    )
+    .unwrap();
     let m = &v.manifest;
     assert_eq!(
         (m.hostname.as_str(), m.address.as_str()),
@@ -394,10 +404,27 @@ fn a_restore_onto_the_wrong_host_or_over_another_cloud_is_refused_and_changes_no
         ),
     ];
     for (id, want) in cases {
-        let e = format!("{:#}", check(&host, &id, &opts, None).unwrap_err());
+        let e = format!(
+            "{:#}",
+            check(
+                &dcn::recipes::Recipes::embedded().unwrap(),
+                &host,
+                &id,
+                &opts,
+                None
+            )
+            .unwrap_err()
+        );
         assert!(e.contains(want), "{e}");
     }
-    check(&host, &Identity("cp", "10.240.0.10"), &opts, None).unwrap();
+    check(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &host,
+        &Identity("cp", "10.240.0.10"),
+        &opts,
+        None,
+    )
+    .unwrap();
     // A host that is another cloud's control plane.
     let other = CertificateAuthority::generate("another cloud's CA").unwrap();
     host.files
@@ -410,7 +437,14 @@ fn a_restore_onto_the_wrong_host_or_over_another_cloud_is_refused_and_changes_no
     let with_other = tree(target.path());
     let e = format!(
         "{:#}",
-        check(&host, &Identity("cp", "10.240.0.10"), &opts, None).unwrap_err()
+        check(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &host,
+            &Identity("cp", "10.240.0.10"),
+            &opts,
+            None
+        )
+        .unwrap_err()
     );
     assert!(e.contains("another cloud"), "{e}");
     assert_eq!(tree(target.path()), with_other);
@@ -418,8 +452,13 @@ fn a_restore_onto_the_wrong_host_or_over_another_cloud_is_refused_and_changes_no
     // The whole restore refuses as early, and leaves no staging behind.
     let e = format!(
         "{:#}",
-        dcn::centre::backup::restore::restore(&host, &Identity("cp", "10.240.0.10"), &opts)
-            .unwrap_err()
+        dcn::centre::backup::restore::restore(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &host,
+            &Identity("cp", "10.240.0.10"),
+            &opts
+        )
+        .unwrap_err()
     );
     assert!(e.contains("another cloud"), "{e}");
     assert_eq!(tree(target.path()), with_other);

@@ -288,8 +288,14 @@ fn in_place_embed_into_a_1_gib_iso_is_fast() {
     f.set_len(1024 * 1024 * 1024).unwrap();
     drop(f);
     let started = std::time::Instant::now();
-    let r =
-        dcn::image::embed::embed(&iso, &b, &n, &dcn::image::embed::Destination::InPlace).unwrap();
+    let r = dcn::image::embed::embed(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &iso,
+        &b,
+        &n,
+        &dcn::image::embed::Destination::InPlace,
+    )
+    .unwrap();
     let total = started.elapsed();
     eprintln!(
         "in-place embed into a 1 GiB ISO: {:.1} ms in all (verify + write {:.1} ms)",

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 fn service(limits: Limits) -> ControlPlane {
     ControlPlane::start(move |host, listen, accounts| {
-        let _ = dcn::centre::serve::serve_with(host, listen, limits, accounts);
+        let _ =
+            dcn::centre::serve::serve_with(host, join_server::recipes(), listen, limits, accounts);
     })
 }
 

@@ -307,3 +307,43 @@ fn every_module_says_what_it_owns() {
         "modules without a module doc (`//!` at the top saying what the module owns): {silent:?}"
     );
 }
+
+/// Files under `root` (a source tree), outside `app` and `recipes`, that
+/// load the catalogue themselves.
+fn catalogue_loaders(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    sources(root, &mut files);
+    let allowed = [root.join("app"), root.join("recipes")];
+    files
+        .iter()
+        .filter(|f| !allowed.iter().any(|a| f.starts_with(a)))
+        .filter(|f| code(&std::fs::read_to_string(f).unwrap()).contains("Recipes::embedded("))
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn the_catalogue_is_loaded_where_a_command_starts_and_passed_in() {
+    // `app::run` loads the recipes once; everything below takes them as a
+    // parameter, so a test or another command can hand in its own.
+    let loaders = catalogue_loaders(&src());
+    assert!(
+        loaders.is_empty(),
+        "these load the recipes themselves instead of taking them from the command: {loaders:?}"
+    );
+    // The check sees a load where there is one, and not in a file's tests.
+    let tree = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let p = tree.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let load = "fn f() { let r = Recipes::embedded(); }\n";
+    write("app/mod.rs", load);
+    write("centre/serve.rs", load);
+    write(
+        "edge/join.rs",
+        &format!("fn g() {{}}\n#[cfg(test)]\nmod tests {{\n{load}}}\n"),
+    );
+    assert_eq!(catalogue_loaders(tree.path()), ["centre/serve.rs"]);
+}

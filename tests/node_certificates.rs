@@ -163,7 +163,12 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     assert_eq!(admitted(&cp), 1);
 
     // Not due: a check reports the CAs the node trusts, renews nothing.
-    let done = dcn::edge::join::node_cert::check_now(&node.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &node.host,
+        false,
+    )
+    .unwrap();
     assert_eq!(done.renewed, None);
     assert!(!done.trust_changed);
     let pin = Pin::of_cert_pem(cp.ca.cert_pem()).unwrap().to_string();
@@ -178,7 +183,12 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     // 3-minute certificate for the same key, from a CA of its own; the SB
     // admits both CAs (the open session's and the next one's).
     set_certificates(&cp, "  nodeLifetime: 3m\n  renewWhenLeft: 90%\n");
-    let done = dcn::edge::join::node_cert::check_now(&node.host, true).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &node.host,
+        true,
+    )
+    .unwrap();
     let second = node.cert();
     assert_eq!(done.renewed.as_ref().unwrap().0, second.serial);
     assert_eq!(second.spki_public_key, first.spki_public_key);
@@ -214,7 +224,12 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     // Two seconds on, less than 90 % of it is left: the timer's check
     // renews it by itself.
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let done = dcn::edge::join::node_cert::check_now(&node.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &node.host,
+        false,
+    )
+    .unwrap();
     assert!(done.renewed.is_some(), "a due certificate was not renewed");
     assert_ne!(node.cert().serial, second.serial);
 
@@ -230,7 +245,12 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     };
     Registry::new(&cp.files).save_node(&restored).unwrap();
     set_certificates(&cp, "  nodeLifetime: 3m\n");
-    let done = dcn::edge::join::node_cert::check_now(&node.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &node.host,
+        false,
+    )
+    .unwrap();
     assert!(
         done.renewed.is_some(),
         "a node the centre has no record of renews"
@@ -319,7 +339,9 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     let behind = Node::join(&cp, "node2");
     let old_pin = Pin::of_cert_pem(cp.ca.cert_pem()).unwrap();
 
-    let started = dcn::centre::renewal::rotation::start(&centre).unwrap();
+    let started =
+        dcn::centre::renewal::rotation::start(&dcn::recipes::Recipes::embedded().unwrap(), &centre)
+            .unwrap();
     assert!(started.created);
     let new_pin = started.pin.clone();
     // The control plane's services trust both at once.
@@ -335,12 +357,19 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     );
     // A second start carries on the same rotation.
     assert_eq!(
-        dcn::centre::renewal::rotation::start(&centre).unwrap().pin,
+        dcn::centre::renewal::rotation::start(&dcn::recipes::Recipes::embedded().unwrap(), &centre)
+            .unwrap()
+            .pin,
         new_pin
     );
 
     // node1 checks: it trusts both, the new one first.
-    let done = dcn::edge::join::node_cert::check_now(&moving.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &moving.host,
+        false,
+    )
+    .unwrap();
     assert!(done.trust_changed);
     let pins: Vec<String> = moving
         .trusted()
@@ -357,7 +386,12 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     // node2 has not: --finish names it and changes nothing.
     let e = format!(
         "{:#}",
-        dcn::centre::renewal::rotation::finish(&centre, false).unwrap_err()
+        dcn::centre::renewal::rotation::finish(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &centre,
+            false
+        )
+        .unwrap_err()
     );
     assert!(e.contains("node2") && e.contains("--force"), "{e}");
     assert_eq!(
@@ -367,7 +401,12 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
 
     // Forced: the control plane's certificates come from the new CA, the
     // old CA is retired (certificate kept, key gone).
-    let finished = dcn::centre::renewal::rotation::finish(&centre, true).unwrap();
+    let finished = dcn::centre::renewal::rotation::finish(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &centre,
+        true,
+    )
+    .unwrap();
     assert_eq!(finished.pin, new_pin);
     assert_eq!(
         finished.retired.as_deref(),
@@ -387,14 +426,24 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
 
     // The running join service presents its new certificate: node1 (which
     // trusts both) gets through and is told to trust the new CA alone.
-    let done = dcn::edge::join::node_cert::check_now(&moving.host, false).unwrap();
+    let done = dcn::edge::join::node_cert::check_now(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &moving.host,
+        false,
+    )
+    .unwrap();
     assert!(done.trust_changed);
     assert_eq!(moving.trusted().len(), 1);
 
     // node2 trusts only the retired CA: it cannot check the service now.
     let e = format!(
         "{:#}",
-        dcn::edge::join::node_cert::check_now(&behind.host, false).unwrap_err()
+        dcn::edge::join::node_cert::check_now(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &behind.host,
+            false
+        )
+        .unwrap_err()
     );
     assert!(
         e.contains("UnknownIssuer") && e.contains("dcn node trust-ca --ca-pin"),
@@ -403,18 +452,34 @@ fn a_ca_rotation_reaches_every_node_and_one_left_behind_gets_back_with_the_pin()
     // A wrong pin is refused, and changes nothing.
     let e = format!(
         "{:#}",
-        dcn::edge::join::node_cert::trust_ca(&behind.host, &old_pin).unwrap_err()
+        dcn::edge::join::node_cert::trust_ca(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &behind.host,
+            &old_pin
+        )
+        .unwrap_err()
     );
     assert!(e.contains("dcn ca status"), "{e}");
     assert_eq!(behind.trusted().len(), 1);
     // The pin from `dcn ca status` brings it back.
-    let done =
-        dcn::edge::join::node_cert::trust_ca(&behind.host, &new_pin.parse().unwrap()).unwrap();
+    let done = dcn::edge::join::node_cert::trust_ca(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+        &behind.host,
+        &new_pin.parse().unwrap(),
+    )
+    .unwrap();
     assert!(done.trust_changed);
     assert_eq!(
         Pin::of_cert_pem(&behind.trusted()[0]).unwrap().to_string(),
         new_pin
     );
-    assert!(dcn::edge::join::node_cert::check_now(&behind.host, false).is_ok());
+    assert!(
+        dcn::edge::join::node_cert::check_now(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &behind.host,
+            false
+        )
+        .is_ok()
+    );
     assert_eq!(node_record(&cp, "node2").trusted_cas, [new_pin]);
 }

@@ -75,7 +75,12 @@ fn run(root: &Path, node: NodeTarget, start: Start) -> (NodeRun, Duration) {
             },
         };
         let t = Instant::now();
-        let r = node::run(&ctx, &node, start);
+        let r = node::run(
+            &dcn::recipes::Recipes::embedded().unwrap(),
+            &ctx,
+            &node,
+            start,
+        );
         let _ = tx.send((r, t.elapsed()));
     });
     rx.recv_timeout(Duration::from_secs(60))

@@ -251,7 +251,12 @@ fn site_deploy_password_and_ca_files() {
             };
             format!(
                 "{:#}",
-                dcn::centre::site_deploy::run(&host, &opts).unwrap_err()
+                dcn::centre::site_deploy::run(
+                    &dcn::recipes::Recipes::embedded().unwrap(),
+                    &host,
+                    &opts
+                )
+                .unwrap_err()
             )
         };
         for (i, special) in Special::ALL.into_iter().enumerate() {
@@ -285,7 +290,9 @@ fn join_bundle() {
                 packages: "mirror".parse().unwrap(),
                 ignore_preflight: Vec::new(),
             };
-            let Err(e) = dcn::edge::join::join(&host, &opts) else {
+            let Err(e) =
+                dcn::edge::join::join(&dcn::recipes::Recipes::embedded().unwrap(), &host, &opts)
+            else {
                 panic!("{why}: joined");
             };
             let e = format!("{e:#}");

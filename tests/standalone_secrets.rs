@@ -118,7 +118,10 @@ fn no_secret_reaches_the_output() {
     .unwrap();
     // The recipes declare them: one per database and per service user,
     // the admin's, the messaging user's and the metadata proxy secret.
-    let declared = dcn::centre::standalone::secrets::control_plane_passwords();
+    let declared = dcn::centre::standalone::secrets::control_plane_passwords(
+        &dcn::recipes::Recipes::embedded().unwrap(),
+    )
+    .unwrap();
     assert_eq!(passwords.keys().cloned().collect::<Vec<_>>(), declared);
     assert_eq!(declared.len(), 12, "{declared:?}");
     for (name, pw) in &passwords {

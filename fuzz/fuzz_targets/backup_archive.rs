@@ -13,10 +13,16 @@ use flate2::write::GzEncoder;
 use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 
+/// The catalogue, loaded once as a command loads it.
+fn recipes() -> &'static dcn::recipes::Recipes {
+    static R: std::sync::OnceLock<dcn::recipes::Recipes> = std::sync::OnceLock::new();
+    R.get_or_init(|| dcn::recipes::Recipes::embedded().expect("the recipes load"))
+}
+
 fuzz_target!(|data: &[u8]| {
-    let _ = dcn::centre::backup::archive::read_stream(data, None, None);
+    let _ = dcn::centre::backup::archive::read_stream(recipes(), data, None, None);
     let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
     gz.write_all(data).expect("writing to a Vec");
     let compressed = gz.finish().expect("writing to a Vec");
-    let _ = dcn::centre::backup::archive::read_stream(compressed.as_slice(), None, None);
+    let _ = dcn::centre::backup::archive::read_stream(recipes(), compressed.as_slice(), None, None);
 });

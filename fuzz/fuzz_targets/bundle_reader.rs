@@ -15,6 +15,12 @@ use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 use std::time::{Duration, SystemTime};
 
+/// The catalogue, loaded once as a command loads it.
+fn recipes() -> &'static dcn::recipes::Recipes {
+    static R: std::sync::OnceLock<dcn::recipes::Recipes> = std::sync::OnceLock::new();
+    R.get_or_init(|| dcn::recipes::Recipes::embedded().expect("the recipes load"))
+}
+
 fuzz_target!(|data: &[u8]| {
     let opts = ReadOptions {
         // 2026-09-21T14:13:20Z plus a minute, so the seed corpus's sample
@@ -23,9 +29,13 @@ fuzz_target!(|data: &[u8]| {
         ca_pin: None,
         check_expiry: true,
     };
-    let _ = read_bundle(data, &opts);
+    let _ = read_bundle(recipes(), data, &opts);
 
     let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
     gz.write_all(data).expect("writing to a Vec");
-    let _ = read_bundle(gz.finish().expect("writing to a Vec").as_slice(), &opts);
+    let _ = read_bundle(
+        recipes(),
+        gz.finish().expect("writing to a Vec").as_slice(),
+        &opts,
+    );
 });

@@ -8,13 +8,13 @@
 #![no_main]
 
 use dcn::bundle::JoinToken;
-use dcn::host::{FileSpec, Files, Host};
-use dcn::pki::CertificateAuthority;
-use dcn::recipes::site_credentials::NodeAccount;
-use dcn::passwords::PasswordStore;
-use dcn::secrets::Secret;
 use dcn::centre::sites::accounts::NodeAccounts;
 use dcn::centre::sites::{Registry, Site, TokenRecord};
+use dcn::host::{FileSpec, Files, Host};
+use dcn::passwords::PasswordStore;
+use dcn::pki::CertificateAuthority;
+use dcn::recipes::site_credentials::NodeAccount;
+use dcn::secrets::Secret;
 use dcn::timefmt::rfc3339;
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
@@ -91,9 +91,15 @@ fn challenges() -> &'static dcn::centre::serve::Challenges {
     C.get_or_init(dcn::centre::serve::Challenges::new)
 }
 
+/// The catalogue, loaded once as `dcn serve` loads it.
+fn recipes() -> &'static dcn::recipes::Recipes {
+    static R: OnceLock<dcn::recipes::Recipes> = OnceLock::new();
+    R.get_or_init(|| dcn::recipes::Recipes::embedded().expect("the recipes load"))
+}
+
 fuzz_target!(|data: &[u8]| {
     let (_, host) = control_plane();
-    let answer = dcn::centre::serve::answer_join(host, &Counted, challenges(), data);
+    let answer = dcn::centre::serve::answer_join(host, recipes(), &Counted, challenges(), data);
     assert!((200..600).contains(&answer.status));
     assert!(!answer.note.contains('\n'), "a log line stays one line");
 });

@@ -8,8 +8,8 @@
 
 #![no_main]
 
-use dcn::types::NodeName;
 use dcn::centre::serve::routes::Route;
+use dcn::types::NodeName;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,9 +7,7 @@
 #![no_main]
 
 use dcn::bmc::error::RedfishError;
-use dcn::bmc::model::{
-    ActionInfo, Collection, ComputerSystem, Manager, ServiceRoot, VirtualMedia,
-};
+use dcn::bmc::model::{ActionInfo, Collection, ComputerSystem, Manager, ServiceRoot, VirtualMedia};
 use dcn::bmc::untrusted::{Redactor, terminal_safe};
 use dcn::secrets::Secret;
 use libfuzzer_sys::fuzz_target;
@@ -23,7 +21,8 @@ fn read<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
 fuzz_target!(|data: &[u8]| {
     let redactor = Redactor::new("admin", &Secret::new(PASSWORD));
     let text = String::from_utf8_lossy(data);
-    let error = RedfishError::from_body("GET", "/redfish/v1/Systems/1", 400, &text).cleaned(&redactor);
+    let error =
+        RedfishError::from_body("GET", "/redfish/v1/Systems/1", 400, &text).cleaned(&redactor);
     assert!(!error.to_string().contains(PASSWORD));
     let _ = terminal_safe(&text);
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(data) else {
@@ -37,6 +36,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = read::<Manager>(&v);
     let _ = read::<ActionInfo>(&v);
     if let Some(media) = read::<VirtualMedia>(&v) {
-        let _ = (media.takes_cd(), media.inserted_image(), media.is_inserted());
+        let _ = (
+            media.takes_cd(),
+            media.inserted_image(),
+            media.is_inserted(),
+        );
     }
 });

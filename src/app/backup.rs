@@ -2,6 +2,7 @@
 
 use crate::cli::{BackupArgs, BackupCommand, OutputFormat, RestoreArgs};
 use crate::host::Host;
+use crate::recipes::Recipes;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
@@ -9,7 +10,7 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
-pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
+pub(super) fn backup(args: BackupArgs, recipes: &Recipes) -> Result<ExitCode> {
     let host = Host::system("/", false);
     if let Some(BackupCommand::Verify {
         file,
@@ -18,7 +19,7 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
     }) = args.command
     {
         let pin = ca_pin.map(|p| p.parse()).transpose()?;
-        let v = crate::centre::backup::archive::read(&file, None, pin.as_ref())?;
+        let v = crate::centre::backup::archive::read(recipes, &file, None, pin.as_ref())?;
         let m = &v.manifest;
         match output {
             OutputFormat::Json => println!("{}", serde_json::to_string_pretty(m)?),
@@ -38,7 +39,7 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = if args.scheduled {
-        match crate::centre::backup::schedule::run(&host)? {
+        match crate::centre::backup::schedule::run(recipes, &host)? {
             None => {
                 println!("Scheduled backups are off (backup.schedule in the config).");
                 return Ok(ExitCode::SUCCESS);
@@ -55,6 +56,7 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
             "say where the archive goes: --output FILE (it holds every secret of the cloud: keep it where only you can read it)",
         )?;
         crate::centre::backup::create::backup(
+            recipes,
             &host,
             &crate::centre::backup::create::Options {
                 output,
@@ -80,10 +82,11 @@ pub(super) fn backup(args: BackupArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn restore(args: RestoreArgs) -> Result<ExitCode> {
+pub(super) fn restore(args: RestoreArgs, recipes: &Recipes) -> Result<ExitCode> {
     let host = Host::system("/", false);
     let ca_pin = args.ca_pin.map(|p| p.parse()).transpose()?;
     let report = crate::centre::backup::restore::restore(
+        recipes,
         &host,
         &crate::centre::backup::restore::LiveHost,
         &crate::centre::backup::restore::Options {

@@ -2,10 +2,11 @@
 //! verify one, printed for the operator.
 
 use crate::cli::{BundleCommand, OutputFormat};
+use crate::recipes::Recipes;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
-pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
+pub(super) fn bundle(cmd: BundleCommand, recipes: &Recipes) -> Result<ExitCode> {
     use crate::bundle::{ReadOptions, read_bundle_file};
     match cmd {
         BundleCommand::Export {
@@ -13,12 +14,15 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
             ttl,
             max_uses,
             output,
-        } => export(&crate::centre::sites::export::ExportOptions {
-            site,
-            ttl,
-            max_uses,
-            output,
-        }),
+        } => export(
+            recipes,
+            &crate::centre::sites::export::ExportOptions {
+                site,
+                ttl,
+                max_uses,
+                output,
+            },
+        ),
         BundleCommand::Inspect { file, output } => {
             // Inspect shows an expired bundle (marked expired) rather than
             // refusing it; every other check still applies.
@@ -26,7 +30,7 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
                 check_expiry: false,
                 ..ReadOptions::new()
             };
-            let bundle = read_bundle_file(&file, &opts)?;
+            let bundle = read_bundle_file(recipes, &file, &opts)?;
             let inspection = bundle.inspect();
             match output {
                 OutputFormat::Text => println!("{inspection}"),
@@ -44,7 +48,7 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
                 .map(|p| p.parse::<crate::pki::Pin>())
                 .transpose()
                 .context("--ca-pin")?;
-            let bundle = read_bundle_file(&file, &ReadOptions::new().with_pin(pin))?;
+            let bundle = read_bundle_file(recipes, &file, &ReadOptions::new().with_pin(pin))?;
             if !bundle.pin_checked {
                 tracing::warn!(
                     "the bundle's CA was trusted on first use: no --ca-pin was given; check that {} is the pin `dcn bundle export` printed",
@@ -65,10 +69,13 @@ pub(super) fn bundle(cmd: BundleCommand) -> Result<ExitCode> {
 }
 
 /// `dcn bundle export`: the bundle written, and what to do with it.
-fn export(opts: &crate::centre::sites::export::ExportOptions) -> Result<ExitCode> {
+fn export(
+    recipes: &Recipes,
+    opts: &crate::centre::sites::export::ExportOptions,
+) -> Result<ExitCode> {
     let site = &opts.site;
     let host = crate::host::Host::system("/", false);
-    let e = crate::centre::sites::export::export(&host, opts)?;
+    let e = crate::centre::sites::export::export(recipes, &host, opts)?;
     if e.site_created {
         println!(
             "Created site {site}: availability zone and host aggregate {site}, with its own credentials."

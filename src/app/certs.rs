@@ -4,11 +4,12 @@
 use crate::cli::{CaCommand, CertCommand, OutputFormat};
 use crate::deployment::Deployment;
 use crate::host::Host;
+use crate::recipes::Recipes;
 use crate::terminal_text::{Column, Table};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
-pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
+pub(super) fn cert(cmd: CertCommand, recipes: &Recipes) -> Result<ExitCode> {
     let host = Host::system("/", false);
     match cmd {
         CertCommand::List { output } => {
@@ -19,7 +20,7 @@ pub(super) fn cert(cmd: CertCommand) -> Result<ExitCode> {
                 OutputFormat::Text => print_certificates(&rows),
             }
         }
-        CertCommand::Renew { force } => renew(&host, force)?,
+        CertCommand::Renew { force } => renew(recipes, &host, force)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -54,11 +55,11 @@ fn print_certificates(rows: &[crate::certs::inventory::CertRow]) {
 
 /// `dcn cert renew`: the control plane's certificates that are due (or all
 /// with `force`), or this node's.
-fn renew(host: &Host, force: bool) -> Result<()> {
+fn renew(recipes: &Recipes, host: &Host, force: bool) -> Result<()> {
     let deployment = Deployment::load(&host.files)?
         .context("dcn has set up nothing on this host: run `dcn standalone init` or `dcn join`")?;
     if deployment.roles.iter().any(|r| r == "controller") {
-        let run = crate::centre::renewal::renew::renew(host, force)?;
+        let run = crate::centre::renewal::renew::renew(recipes, host, force)?;
         if run.issued.is_empty() {
             println!("No certificate of the control plane is due.");
         }
@@ -82,7 +83,7 @@ fn renew(host: &Host, force: bool) -> Result<()> {
             );
         }
     } else {
-        let done = crate::edge::join::node_cert::check_now(host, force)?;
+        let done = crate::edge::join::node_cert::check_now(recipes, host, force)?;
         match &done.renewed {
             Some((serial, until)) => {
                 println!("Renewed this node's certificate: serial {serial}, valid until {until}.")
@@ -98,7 +99,7 @@ fn renew(host: &Host, force: bool) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
+pub(super) fn ca(cmd: CaCommand, recipes: &Recipes) -> Result<ExitCode> {
     let host = Host::system("/", false);
     match cmd {
         CaCommand::Status { output } => {
@@ -133,7 +134,7 @@ pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
             }
         }
         CaCommand::Rotate { finish: false, .. } => {
-            let s = crate::centre::renewal::rotation::start(&host)?;
+            let s = crate::centre::renewal::rotation::start(recipes, &host)?;
             if s.created {
                 println!(
                     "Made a new CA (pin {}), trusted beside the one in service.",
@@ -153,7 +154,7 @@ pub(super) fn ca(cmd: CaCommand) -> Result<ExitCode> {
             finish: true,
             force,
         } => {
-            let f = crate::centre::renewal::rotation::finish(&host, force)?;
+            let f = crate::centre::renewal::rotation::finish(recipes, &host, force)?;
             println!(
                 "The CA with pin {} is in service; {} certificate(s) of the control plane reissued by it.",
                 f.pin,

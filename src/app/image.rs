@@ -7,11 +7,12 @@ use crate::cli::bmc::ImageServeArgs;
 use crate::cli::image::{ImageCommand, InstallArgs};
 use crate::edge::install;
 use crate::image::{build, embed};
+use crate::recipes::Recipes;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
 /// Run `dcn image ...`.
-pub(super) fn image(cmd: ImageCommand) -> Result<ExitCode> {
+pub(super) fn image(cmd: ImageCommand, recipes: &Recipes) -> Result<ExitCode> {
     match cmd {
         ImageCommand::Serve(args) => {
             crate::bmc::serve_images(&serve_options(args))?;
@@ -24,6 +25,7 @@ pub(super) fn image(cmd: ImageCommand) -> Result<ExitCode> {
             };
             let runner = crate::host::SystemRunner::new(false);
             let report = build::build(
+                recipes,
                 &runner,
                 &build::BuildOptions {
                     recipe: args.recipe,
@@ -59,7 +61,7 @@ pub(super) fn image(cmd: ImageCommand) -> Result<ExitCode> {
                 Some(out) if !args.in_place => embed::Destination::Copy(out),
                 _ => embed::Destination::InPlace,
             };
-            let r = embed::embed(&args.iso, &args.bundle, &args.node, &dest)?;
+            let r = embed::embed(recipes, &args.iso, &args.bundle, &args.node, &dest)?;
             println!(
                 "{}: embedded node {} (site {}): {} of {} bytes of the payload area, written in {:.1} ms",
                 r.iso.display(),
@@ -72,7 +74,7 @@ pub(super) fn image(cmd: ImageCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ImageCommand::Show { iso, output } => {
-            let shown = embed::show(&iso)?;
+            let shown = embed::show(recipes, &iso)?;
             match output {
                 OutputFormat::Text => println!("{shown}"),
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&shown)?),
@@ -99,11 +101,14 @@ fn serve_options(args: ImageServeArgs) -> ImageServeOptions {
 }
 
 /// Run `dcn install`.
-pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
-    install::run(&install::Options {
-        medium: args.medium,
-        console: args.console,
-        no_reboot: args.no_reboot,
-    })?;
+pub(super) fn install(args: InstallArgs, recipes: &Recipes) -> Result<ExitCode> {
+    install::run(
+        recipes,
+        &install::Options {
+            medium: args.medium,
+            console: args.console,
+            no_reboot: args.no_reboot,
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }

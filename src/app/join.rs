@@ -5,7 +5,7 @@ use crate::cli::JoinArgs;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
-pub(super) fn join(args: JoinArgs) -> Result<ExitCode> {
+pub(super) fn join(args: JoinArgs, recipes: &crate::recipes::Recipes) -> Result<ExitCode> {
     let ca_pin = args
         .ca_pin
         .as_deref()
@@ -15,6 +15,7 @@ pub(super) fn join(args: JoinArgs) -> Result<ExitCode> {
     let host = crate::host::Host::system("/", false);
     let started = std::time::Instant::now();
     let report = crate::edge::join::join(
+        recipes,
         &host,
         &crate::edge::join::JoinOptions {
             bundle: args.bundle,

@@ -2,12 +2,13 @@
 //! commands in them, restart them or cut their links.
 
 use crate::cli::{LabCommand, LabUpArgs, LinkState, OutputFormat};
+use crate::recipes::Recipes;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
-pub(super) fn lab(cmd: LabCommand) -> Result<ExitCode> {
+pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
     match cmd {
-        LabCommand::Up(args) => up(args),
+        LabCommand::Up(args) => up(args, recipes),
         LabCommand::Down(dir) => {
             let unexpected = crate::lab::down(&dir.dir)?;
             for what in &unexpected {
@@ -121,21 +122,24 @@ fn print_lab_status(status: &crate::lab::LabStatus) {
 }
 
 /// `dcn lab up`: the lab brought up, its phases' times printed.
-fn up(args: LabUpArgs) -> Result<ExitCode> {
+fn up(args: LabUpArgs, recipes: &Recipes) -> Result<ExitCode> {
     let dcn_binary = std::env::current_exe().context("finding the running dcn binary")?;
-    let report = crate::lab::up(&crate::lab::UpOptions {
-        dir: args.dir.dir.clone(),
-        cache: args.cache,
-        edges: args.edges,
-        spare: args.spare,
-        edge_layer: !args.no_edge_layer,
-        dcn_binary,
-        config: args.config,
-        cert_lifetime: args.cert_lifetime,
-        bare_metal: args.bare_metal,
-        bare_metal_failures: args.bare_metal_failures,
-        edge_iso: args.edge_iso,
-    })?;
+    let report = crate::lab::up(
+        &crate::lab::UpOptions {
+            dir: args.dir.dir.clone(),
+            cache: args.cache,
+            edges: args.edges,
+            spare: args.spare,
+            edge_layer: !args.no_edge_layer,
+            dcn_binary,
+            config: args.config,
+            cert_lifetime: args.cert_lifetime,
+            bare_metal: args.bare_metal,
+            bare_metal_failures: args.bare_metal_failures,
+            edge_iso: args.edge_iso,
+        },
+        recipes,
+    )?;
     println!("The lab is up ({:.0}s). Phases:", report.total_seconds);
     for p in &report.phases {
         println!("  {:<40} {:>7.1}s", p.phase, p.seconds);

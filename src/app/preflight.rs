@@ -5,21 +5,24 @@ use crate::cli::{HostRole, OutputFormat, PreflightArgs};
 use anyhow::Result;
 use std::process::ExitCode;
 
-pub(super) fn preflight(args: PreflightArgs) -> Result<ExitCode> {
+pub(super) fn preflight(
+    args: PreflightArgs,
+    recipes: &crate::recipes::Recipes,
+) -> Result<ExitCode> {
     use crate::preflight::{Params, Role};
     let role = match args.role {
         HostRole::Standalone => Role::Standalone,
         HostRole::Edge => Role::Edge,
     };
     let params = match (&args.config, role) {
-        (Some(path), _) => Params::from_config(&crate::config::load_standalone(path)?),
+        (Some(path), _) => Params::from_config(&crate::config::load_standalone(recipes, path)?),
         (None, Role::Standalone) => {
             Params::from_config(&crate::config::StandaloneConfig::default())
         }
         (None, Role::Edge) => Params::default(),
     };
     let ignore = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
-    let report = crate::preflight::run(role, std::path::Path::new("/"), &params, &ignore)?;
+    let report = crate::preflight::run(recipes, role, std::path::Path::new("/"), &params, &ignore)?;
     match args.output {
         OutputFormat::Text => println!("{report}"),
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),

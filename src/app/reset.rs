@@ -4,7 +4,7 @@
 use anyhow::Result;
 use std::process::ExitCode;
 
-pub(super) fn reset(purge: bool, yes: bool) -> Result<ExitCode> {
+pub(super) fn reset(purge: bool, yes: bool, recipes: &crate::recipes::Recipes) -> Result<ExitCode> {
     use std::io::{BufRead, IsTerminal, Write};
     if !yes {
         if !std::io::stdin().is_terminal() {
@@ -25,7 +25,7 @@ pub(super) fn reset(purge: bool, yes: bool) -> Result<ExitCode> {
         }
     }
     let host = crate::host::Host::system("/", false);
-    let report = crate::reset::reset(&host, purge)?;
+    let report = crate::reset::reset(&host, recipes, purge)?;
     println!(
         "Reset: {} unit(s) stopped, {} database(s) dropped, {} path(s) removed{}.",
         report.units.len(),

@@ -2,11 +2,12 @@
 //! sites and their hosts, printed.
 
 use crate::cli::{NodeCommand, OutputFormat, SiteCommand};
+use crate::recipes::Recipes;
 use crate::terminal_text::{Column, Table};
 use anyhow::Result;
 use std::process::ExitCode;
 
-pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
+pub fn site(cmd: SiteCommand, recipes: &Recipes) -> Result<ExitCode> {
     let host = crate::host::Host::system("/", false);
     match cmd {
         SiteCommand::List { output } => {
@@ -22,6 +23,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
         }
         SiteCommand::Deploy(args) => {
             let report = crate::centre::site_deploy::run(
+                recipes,
                 &host,
                 &crate::centre::site_deploy::DeployOptions {
                     inventory: args.inventory,
@@ -47,9 +49,9 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
             file,
             dry_run,
             output,
-        } => site_config(&host, &site, file, dry_run, output)?,
+        } => site_config(&host, recipes, &site, file, dry_run, output)?,
         SiteCommand::Revoke { site } => {
-            crate::centre::sites::admin::revoke_site(&host, site.as_str())?;
+            crate::centre::sites::admin::revoke_site(recipes, &host, site.as_str())?;
             println!(
                 "Site {site} revoked: its RabbitMQ and keystone users and its tokens are gone; its hosts can no longer reach the control plane. `dcn bundle export --site {site}` re-admits it with new credentials."
             );
@@ -58,7 +60,7 @@ pub fn site(cmd: SiteCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
+pub fn node(cmd: NodeCommand, recipes: &Recipes) -> Result<ExitCode> {
     use crate::centre::sites::admin::Removed;
     let host = crate::host::Host::system("/", false);
     match cmd {
@@ -67,13 +69,14 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             print_nodes(nodes, output)?;
         }
         NodeCommand::Show { hostname, output } => {
-            let view = crate::centre::sites::site_config::node_view(&host.files, &hostname)?;
+            let view =
+                crate::centre::sites::site_config::node_view(recipes, &host.files, &hostname)?;
             match output {
                 OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&view)?),
                 OutputFormat::Text => print!("{view}"),
             }
         }
-        NodeCommand::SyncConfig => match crate::edge::join::config_sync::sync(&host)? {
+        NodeCommand::SyncConfig => match crate::edge::join::config_sync::sync(recipes, &host)? {
             None => println!(
                 "a dcn join is running on this host; the next sync applies the site config"
             ),
@@ -81,7 +84,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
         },
         NodeCommand::TrustCa { ca_pin } => {
             let pin: crate::pki::Pin = ca_pin.parse()?;
-            let done = crate::edge::join::node_cert::trust_ca(&host, &pin)?;
+            let done = crate::edge::join::node_cert::trust_ca(recipes, &host, &pin)?;
             println!(
                 "This node trusts the control plane's CAs again{}.",
                 match &done.renewed {
@@ -93,7 +96,7 @@ pub fn node(cmd: NodeCommand) -> Result<ExitCode> {
             );
         }
         NodeCommand::Remove { hostname } => {
-            match crate::centre::sites::admin::remove_node(&host, &hostname)? {
+            match crate::centre::sites::admin::remove_node(recipes, &host, &hostname)? {
                 Removed::Node => println!(
                     "Removed {hostname}: its compute service, resource provider and aggregate membership are gone."
                 ),
@@ -216,6 +219,7 @@ fn print_sites(
 /// a new one.
 fn site_config(
     host: &crate::host::Host,
+    recipes: &Recipes,
     site: &crate::types::SiteName,
     file: Option<std::path::PathBuf>,
     dry_run: bool,
@@ -238,7 +242,7 @@ fn site_config(
     let shown = file.display().to_string();
     let text = crate::yaml::read_file(&file)
         .map_err(|e| anyhow::anyhow!("cannot read the site config: {e}"))?;
-    let new = crate::config::parse_site_config(&text, &shown)?;
+    let new = crate::config::parse_site_config(recipes, &text, &shown)?;
     if new.site != *site {
         anyhow::bail!(
             "{shown} is the config of site {}, not {site}: fix its `site:` or name site {} on the command line",
@@ -246,7 +250,7 @@ fn site_config(
             new.site
         );
     }
-    let change = crate::centre::sites::site_config::set(&host.files, new, dry_run)?;
+    let change = crate::centre::sites::site_config::set(recipes, &host.files, new, dry_run)?;
     match output {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&change)?),
         OutputFormat::Text => print!("{change}"),

@@ -3,24 +3,29 @@
 //! plan).
 
 use crate::cli::InitArgs;
+use crate::recipes::Recipes;
 use anyhow::Result;
 use std::process::ExitCode;
 
-fn load_config(path: Option<&std::path::Path>) -> Result<crate::config::StandaloneConfig> {
+fn load_config(
+    path: Option<&std::path::Path>,
+    recipes: &Recipes,
+) -> Result<crate::config::StandaloneConfig> {
     match path {
-        Some(p) => crate::config::load_standalone(p),
+        Some(p) => crate::config::load_standalone(recipes, p),
         None => Ok(crate::config::StandaloneConfig::default()),
     }
 }
 
-pub(super) fn standalone_init(args: InitArgs) -> Result<ExitCode> {
+pub(super) fn standalone_init(args: InitArgs, recipes: &Recipes) -> Result<ExitCode> {
     use crate::centre::standalone::PhaseName;
-    let config = load_config(args.config.as_deref())?;
+    let config = load_config(args.config.as_deref(), recipes)?;
     let until = args.phase.0;
     let ignore_preflight = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
     let host = crate::host::Host::system(&args.root, args.dry_run);
     let started = std::time::Instant::now();
     let report = crate::centre::standalone::init(
+        recipes,
         &config,
         &host,
         &crate::centre::standalone::InitOptions {

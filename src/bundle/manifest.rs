@@ -3,6 +3,7 @@
 //! `docs/bundle-format.md` describes every field.
 
 use super::{DIGESTED_MEMBERS, FORMAT_VERSION, token};
+use crate::recipes::Recipes;
 use crate::types::endpoints::{HttpsUrl, Sha256Digest, TlsEndpoint, timestamp};
 use crate::types::{Hostname, IniText, RegionName, SiteName};
 use serde::{Deserialize, Serialize};
@@ -93,14 +94,10 @@ pub struct ManifestProblem {
 }
 
 impl Manifest {
-    /// Check the rules between fields. The writer calls it before writing
-    /// and the reader after parsing, so dcn never writes what it refuses.
-    pub fn validate(&self) -> Result<(), ManifestProblem> {
-        self.validate_with(crate::recipes::catalogue::embedded())
-    }
-
-    /// [`Manifest::validate`] against the service catalogue of `recipes`.
-    pub fn validate_with(&self, recipes: &crate::recipes::Recipes) -> Result<(), ManifestProblem> {
+    /// Check the rules between fields, service keys against the catalogue
+    /// of `recipes`. The writer calls it before writing and the reader
+    /// after parsing, so dcn never writes what it refuses.
+    pub fn validate(&self, recipes: &Recipes) -> Result<(), ManifestProblem> {
         // The reader refuses another version, older or newer, with advice
         // (BundleError); this keeps the writer to its own.
         if self.format_version != FORMAT_VERSION {
@@ -129,10 +126,7 @@ impl Manifest {
 
     /// Its config keys are the catalogue's edge keys, and its exports
     /// exactly the catalogue's.
-    fn validate_against_catalogue(
-        &self,
-        recipes: &crate::recipes::Recipes,
-    ) -> Result<(), ManifestProblem> {
+    fn validate_against_catalogue(&self, recipes: &Recipes) -> Result<(), ManifestProblem> {
         for key in self.custom_service_config.keys() {
             if let Err(e) = recipes.config_key(key, true) {
                 return problem(&format!("customServiceConfig.{key}"), e);

@@ -13,6 +13,7 @@ use super::{CA_CERT, FORMAT_VERSION, MANIFEST, SIGNATURE, TOKEN};
 use crate::config::ConfigError;
 use crate::host::read::{self, ReadSpec};
 use crate::pki::{self, CertInfo, Pin};
+use crate::recipes::Recipes;
 use crate::terminal_text::sanitize;
 use crate::timefmt;
 use crate::types::endpoints::Sha256Digest;
@@ -93,11 +94,12 @@ impl VerifiedBundle {
 
 /// Read and verify a bundle from `input`. Nothing is written anywhere.
 pub fn read_bundle(
+    recipes: &Recipes,
     input: impl std::io::Read,
     opts: &ReadOptions,
 ) -> Result<VerifiedBundle, BundleError> {
     let raw = archive::read_members(input)?;
-    let manifest = parse_manifest(&raw.manifest)?;
+    let manifest = parse_manifest(recipes, &raw.manifest)?;
     let ca_cert_pem = text(CA_CERT, &raw.ca_cert)?.to_string();
     let ca_info = check_ca(&ca_cert_pem, opts.now)?;
     let ca_pin = Pin::of_spki_der(&ca_info.spki_der);
@@ -134,10 +136,14 @@ pub fn read_bundle(
 }
 
 /// Read and verify the bundle file at `path`.
-pub fn read_bundle_file(path: &Path, opts: &ReadOptions) -> Result<VerifiedBundle, BundleError> {
+pub fn read_bundle_file(
+    recipes: &Recipes,
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<VerifiedBundle, BundleError> {
     let spec = ReadSpec::up_to(MAX_COMPRESSED_SIZE);
     let file = read::open(path, &spec).map_err(|error| BundleError::Open { error })?;
-    read_bundle(file, opts)
+    read_bundle(recipes, file, opts)
 }
 
 fn text<'a>(member: &str, bytes: &'a [u8]) -> Result<&'a str, BundleError> {
@@ -148,7 +154,7 @@ fn text<'a>(member: &str, bytes: &'a [u8]) -> Result<&'a str, BundleError> {
 /// The format version first, so a newer bundle is refused as newer rather
 /// than with a list of fields this dcn does not know; then every field.
 /// (Public for the manifest fuzz target.)
-pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
+pub fn parse_manifest(recipes: &Recipes, bytes: &[u8]) -> Result<Manifest, BundleError> {
     #[derive(serde::Deserialize)]
     struct Header {
         #[serde(rename = "formatVersion")]
@@ -174,9 +180,10 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
         return Err(BundleError::UnsupportedVersion { found });
     }
     let manifest: Manifest = crate::config::parse(yaml, MANIFEST).map_err(BundleError::Manifest)?;
-    manifest
-        .validate()
-        .map_err(|p| BundleError::Manifest(ConfigError::at(MANIFEST, p.path, p.message)))?;
+    manifest.validate(recipes).map_err(|p| {
+        let path: Vec<&str> = p.path.split('.').collect();
+        BundleError::Manifest(ConfigError::located(yaml, MANIFEST, &path, p.message))
+    })?;
     Ok(manifest)
 }
 

@@ -23,7 +23,11 @@ pub const BUNDLE_MODE: u32 = 0o600;
 /// timestamps to whole seconds; the other fields are written as given. The
 /// result is read back, verified and compared before it is returned, so dcn
 /// never hands out a bundle it would refuse or that says something else.
-pub fn write_bundle(contents: &BundleContents, ca: &CertificateAuthority) -> Result<Vec<u8>> {
+pub fn write_bundle(
+    recipes: &crate::recipes::Recipes,
+    contents: &BundleContents,
+    ca: &CertificateAuthority,
+) -> Result<Vec<u8>> {
     if contents.ca_cert_pem != ca.cert_pem() {
         bail!(
             "internal error: the bundle's CA certificate is not the certificate of the CA that signs it"
@@ -43,7 +47,7 @@ pub fn write_bundle(contents: &BundleContents, ca: &CertificateAuthority) -> Res
     ]
     .into();
     manifest
-        .validate()
+        .validate(recipes)
         .map_err(|p| anyhow!("the bundle manifest is invalid: {}: {}", p.path, p.message))?;
     let manifest_yaml = manifest.to_yaml();
     let signature = ca
@@ -89,7 +93,7 @@ pub fn write_bundle(contents: &BundleContents, ca: &CertificateAuthority) -> Res
         ca_pin: Some(ca.pin()),
         check_expiry: false,
     };
-    let back = read_bundle(bytes.as_slice(), &check)
+    let back = read_bundle(recipes, bytes.as_slice(), &check)
         .map_err(|e| anyhow!("internal error: the bundle just written does not read back: {e}"))?;
     if back.manifest != manifest {
         bail!("internal error: the bundle manifest reads back different from what was written");

@@ -15,6 +15,7 @@ pub use node::{NodeConfig, load_node, parse_node};
 pub use site_config::{SiteConfig, parse_site_config};
 pub use standalone::*;
 
+use crate::recipes::Recipes;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -32,16 +33,34 @@ pub enum ApiVersion {
 
 pub use crate::yaml::parse::{ConfigError, check_limits, parse};
 
-/// Read and parse a `StandaloneConfig` file.
-pub fn load_standalone(path: &Path) -> anyhow::Result<StandaloneConfig> {
+/// Read and parse a `StandaloneConfig` file, checked against `recipes`.
+pub fn load_standalone(recipes: &Recipes, path: &Path) -> anyhow::Result<StandaloneConfig> {
     let text = crate::yaml::read_file(path)
         .map_err(|e| anyhow::anyhow!("cannot read the config file: {e}"))?;
-    Ok(parse_standalone(&text, &path.display().to_string())?)
+    Ok(parse_standalone(
+        recipes,
+        &text,
+        &path.display().to_string(),
+    )?)
+}
+
+/// Parse a `StandaloneConfig` (see [`read_standalone`]) and check its
+/// service keys against `recipes`.
+pub fn parse_standalone(
+    recipes: &Recipes,
+    text: &str,
+    file: &str,
+) -> Result<StandaloneConfig, ConfigError> {
+    let config = read_standalone(text, file)?;
+    config.services.check(recipes, text, file)?;
+    Ok(config)
 }
 
 /// Parse a `StandaloneConfig`, checking the header first so a file of
 /// another kind gets a clear error rather than a list of unknown fields.
-pub fn parse_standalone(text: &str, file: &str) -> Result<StandaloneConfig, ConfigError> {
+/// Its service keys are not checked: for the copy dcn saved, which was
+/// checked before it was saved.
+pub fn read_standalone(text: &str, file: &str) -> Result<StandaloneConfig, ConfigError> {
     check_header(text, file, "StandaloneConfig")?;
     parse(text, file)
 }
@@ -55,19 +74,20 @@ pub const KINDS: [&str; 4] = [
 ];
 
 /// `dcn config validate FILE`: read and check a config of any kind in
-/// [`KINDS`] (chosen by its `kind`); a line saying what it is.
-pub fn validate_file(path: &Path) -> anyhow::Result<String> {
+/// [`KINDS`] (chosen by its `kind`), service keys against `recipes`; a
+/// line saying what it is.
+pub fn validate_file(recipes: &Recipes, path: &Path) -> anyhow::Result<String> {
     let file = path.display().to_string();
     let text = crate::yaml::read_file(path)
         .map_err(|e| anyhow::anyhow!("cannot read the config file: {e}"))?;
-    Ok(validate_text(&text, &file)?)
+    Ok(validate_text(recipes, &text, &file)?)
 }
 
 /// [`validate_file`] on `text`, named `file` in errors.
-pub fn validate_text(text: &str, file: &str) -> Result<String, ConfigError> {
+pub fn validate_text(recipes: &Recipes, text: &str, file: &str) -> Result<String, ConfigError> {
     match kind_of(text, file)?.as_str() {
         "StandaloneConfig" => {
-            parse_standalone(text, file)?;
+            parse_standalone(recipes, text, file)?;
             Ok(format!("{file}: valid StandaloneConfig"))
         }
         "NodeConfig" => {
@@ -75,7 +95,7 @@ pub fn validate_text(text: &str, file: &str) -> Result<String, ConfigError> {
             Ok(format!("{file}: valid NodeConfig for {}", node.hostname))
         }
         "SiteConfig" => {
-            let c = parse_site_config(text, file)?;
+            let c = parse_site_config(recipes, text, file)?;
             let n = c.nodes.len();
             let s = if n == 1 { "" } else { "s" };
             Ok(format!(

@@ -4,7 +4,8 @@
 //! invalid file is refused before anything changes. Resolved per node as
 //! node > site > control plane by [`crate::centre::sites::site_config`].
 
-use super::ApiVersion;
+use super::{ApiVersion, ConfigError};
+use crate::recipes::Recipes;
 use crate::types::{IniText, NodeName, SiteName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -25,6 +26,17 @@ pub struct SiteConfig {
 }
 
 impl SiteConfig {
+    /// Every service key, the site's and each node's, is an edge service
+    /// of `recipes`; `text` is the file parsed, for the error's line.
+    pub fn check(&self, recipes: &Recipes, text: &str, file: &str) -> Result<(), ConfigError> {
+        self.services.check(recipes, &["services"], text, file)?;
+        for (name, node) in &self.nodes {
+            let at = ["nodes", name.as_str(), "services"];
+            node.services.check(recipes, &at, text, file)?;
+        }
+        Ok(())
+    }
+
     /// An empty config for `site` (what a site has before any is set).
     pub fn empty(site: SiteName) -> SiteConfig {
         SiteConfig {
@@ -52,9 +64,10 @@ pub struct NodeOverrides {
     pub services: EdgeServices,
 }
 
-/// Settings of the services that run on edges, by config key; a key that
-/// is not an edge service of the catalogue is refused with the valid ones.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+/// Settings of the services that run on edges, by config key. Which keys
+/// are edge services is the catalogue's to say: [`SiteConfig::check`]
+/// refuses the others, with the valid ones.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct EdgeServices(pub BTreeMap<String, EdgeServiceConfig>);
 
@@ -70,27 +83,22 @@ impl EdgeServices {
             .map(|(k, c)| (k.clone(), c.custom_service_config.clone()))
             .collect()
     }
-}
 
-impl<'de> Deserialize<'de> for EdgeServices {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let given = BTreeMap::<EdgeKey, EdgeServiceConfig>::deserialize(d)?;
-        Ok(EdgeServices(
-            given.into_iter().map(|(k, v)| (k.0, v)).collect(),
-        ))
-    }
-}
-
-/// An edge config key of the catalogue, checked where it is read.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct EdgeKey(String);
-
-impl<'de> Deserialize<'de> for EdgeKey {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let key = String::deserialize(d)?;
-        (crate::recipes::catalogue::embedded().config_key(&key, true))
-            .map_err(serde::de::Error::custom)?;
-        Ok(EdgeKey(key))
+    /// Every key is an edge service of `recipes`; an error names the first
+    /// that is not, at `at.<key>` in `text`.
+    fn check(
+        &self,
+        recipes: &Recipes,
+        at: &[&str],
+        text: &str,
+        file: &str,
+    ) -> Result<(), ConfigError> {
+        for key in self.0.keys() {
+            let path: Vec<&str> = at.iter().copied().chain([key.as_str()]).collect();
+            (recipes.config_key(key, true))
+                .map_err(|m| ConfigError::located(text, file, &path, m))?;
+        }
+        Ok(())
     }
 }
 
@@ -103,10 +111,17 @@ pub struct EdgeServiceConfig {
     pub custom_service_config: IniText,
 }
 
-/// Read a `kind: SiteConfig` file's text.
-pub fn parse_site_config(text: &str, file: &str) -> Result<SiteConfig, super::ConfigError> {
+/// Read a `kind: SiteConfig` file's text and check its service keys
+/// against `recipes`.
+pub fn parse_site_config(
+    recipes: &Recipes,
+    text: &str,
+    file: &str,
+) -> Result<SiteConfig, ConfigError> {
     super::check_header(text, file, "SiteConfig")?;
-    super::parse(text, file)
+    let config: SiteConfig = super::parse(text, file)?;
+    config.check(recipes, text, file)?;
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -120,7 +135,7 @@ mod tests {
         let text = format!(
             "{HEAD}services:\n  novaCompute:\n    customServiceConfig: |\n      [DEFAULT]\n      debug = true\nnodes:\n  edge1-n1:\n    services:\n      novaCompute:\n        customServiceConfig: |\n          [DEFAULT]\n          cpu_allocation_ratio = 4.0\n"
         );
-        let c = parse_site_config(&text, "s.yaml").unwrap();
+        let c = parse_site_config(crate::recipes::for_tests(), &text, "s.yaml").unwrap();
         assert_eq!(c.site.as_str(), "edge1");
         let site = c.services.custom_configs();
         assert!(site["novaCompute"].as_str().contains("debug = true"));
@@ -132,19 +147,41 @@ mod tests {
         );
         // It serialises to what it reads.
         let again = serde_yaml::to_string(&c).unwrap();
-        assert_eq!(parse_site_config(&again, "again").unwrap(), c);
+        assert_eq!(
+            parse_site_config(crate::recipes::for_tests(), &again, "again").unwrap(),
+            c
+        );
     }
 
     #[test]
     fn a_service_that_is_not_on_edges_or_bad_ini_is_refused_with_its_line() {
-        let e =
-            parse_site_config(&format!("{HEAD}services:\n  nova: {{}}\n"), "s.yaml").unwrap_err();
+        let e = parse_site_config(
+            crate::recipes::for_tests(),
+            &format!("{HEAD}services:\n  nova: {{}}\n"),
+            "s.yaml",
+        )
+        .unwrap_err();
         assert_eq!(e.line, Some(5), "{e}");
         assert!(e.message.contains("\"nova\" does not run on edge hosts; the edge services are novaCompute, ovnMetadataAgent"), "{e}");
-        let e =
-            parse_site_config(&format!("{HEAD}services:\n  cinder: {{}}\n"), "s.yaml").unwrap_err();
-        assert!(e.message.contains("unknown service \"cinder\""), "{e}");
         let e = parse_site_config(
+            crate::recipes::for_tests(),
+            &format!("{HEAD}services:\n  cinder: {{}}\n"),
+            "s.yaml",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("unknown service \"cinder\""), "{e}");
+        // A node's override is checked as the site's, and named where it is.
+        let e = parse_site_config(
+            crate::recipes::for_tests(),
+            &format!("{HEAD}nodes:\n  edge1-n1:\n    services:\n      nova: {{}}\n"),
+            "s.yaml",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (Some(7), Some(7)), "{e}");
+        assert_eq!(e.path, "nodes.edge1-n1.services.nova");
+        assert!(e.message.contains("does not run on edge hosts"), "{e}");
+        let e = parse_site_config(
+            crate::recipes::for_tests(),
             &format!(
                 "{HEAD}services:\n  novaCompute:\n    customServiceConfig: \"debug = true\\n\"\n"
             ),
@@ -152,8 +189,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("invalid INI"), "{e}");
-        let e =
-            parse_site_config(&format!("{HEAD}nodes:\n  Bad_Name: {{}}\n"), "s.yaml").unwrap_err();
+        let e = parse_site_config(
+            crate::recipes::for_tests(),
+            &format!("{HEAD}nodes:\n  Bad_Name: {{}}\n"),
+            "s.yaml",
+        )
+        .unwrap_err();
         assert!(e.path.starts_with("nodes"), "{e}");
     }
 
@@ -164,7 +205,7 @@ mod tests {
         let text = format!(
             "{HEAD}nodes:\n  edge1-n1:\n    services:\n      novaCompute:\n        customServiceConfig: \"{ini}\"\n"
         );
-        let e = parse_site_config(&text, "s.yaml").unwrap_err();
+        let e = parse_site_config(crate::recipes::for_tests(), &text, "s.yaml").unwrap_err();
         assert_eq!(
             e.path, "nodes.edge1-n1.services.novaCompute.customServiceConfig",
             "{e}"

@@ -1,6 +1,8 @@
 //! `StandaloneConfig`: the operator's settings for the control plane (and,
 //! through the join bundle, for its edge sites).
 
+use super::ConfigError;
+use crate::recipes::Recipes;
 use crate::types::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -171,50 +173,35 @@ impl Default for ProviderNetwork {
 }
 
 /// Per-service settings, by the service's config key in the recipes
-/// (`nova`, `novaCompute`, …; see [`crate::recipes::catalogue`]). A key no
-/// recipe takes is refused with the list of valid ones. Services that run
-/// on edges get their settings through the join bundle too.
-/// Every configurable service has an entry: the defaults where none is
-/// given.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// (`nova`, `novaCompute`, …; see [`crate::recipes::catalogue`]). Services
+/// not named take the defaults. Which keys exist is the catalogue's to say:
+/// [`Services::check`] refuses the others, with the valid ones. Services
+/// that run on edges get their settings through the join bundle too.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Services(BTreeMap<String, ServiceConfig>);
 
-impl Default for Services {
-    fn default() -> Self {
-        let catalogue = crate::recipes::catalogue::embedded();
+impl Services {
+    /// Every configurable service of `recipes`, each with the defaults:
+    /// what `dcn config defaults` shows.
+    pub fn all_defaults(recipes: &Recipes) -> Services {
         Services(
-            (catalogue.config_keys().into_keys())
+            (recipes.config_keys().into_keys())
                 .map(|k| (k.to_string(), ServiceConfig::default()))
                 .collect(),
         )
     }
-}
 
-impl<'de> Deserialize<'de> for Services {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let given = BTreeMap::<ServiceKey, ServiceConfig>::deserialize(d)?;
-        let mut services = Services::default();
-        services.0.extend(given.into_iter().map(|(k, v)| (k.0, v)));
-        Ok(services)
+    /// Every key is a configurable service of `recipes`; an error names
+    /// the first that is not, at its line in `text` (the file parsed).
+    pub fn check(&self, recipes: &Recipes, text: &str, file: &str) -> Result<(), ConfigError> {
+        for key in self.0.keys() {
+            (recipes.config_key(key, false))
+                .map_err(|m| ConfigError::located(text, file, &["services", key], m))?;
+        }
+        Ok(())
     }
-}
 
-/// A config key of the catalogue, checked where it is read (so the error
-/// has its line).
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct ServiceKey(String);
-
-impl<'de> Deserialize<'de> for ServiceKey {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let key = String::deserialize(d)?;
-        (crate::recipes::catalogue::embedded().config_key(&key, false))
-            .map_err(serde::de::Error::custom)?;
-        Ok(ServiceKey(key))
-    }
-}
-
-impl Services {
     /// The settings of the service under `key` (defaults when not given).
     pub fn get(&self, key: &str) -> ServiceConfig {
         self.0.get(key).cloned().unwrap_or_default()

@@ -3,15 +3,20 @@ use crate::types;
 use serde_yaml::Value;
 
 fn err_of(text: &str) -> ConfigError {
-    parse_standalone(text, "site.yaml").unwrap_err()
+    parse_standalone(crate::recipes::for_tests(), text, "site.yaml").unwrap_err()
 }
 
 const HEAD: &str = "apiVersion: dcn/v1alpha1\nkind: StandaloneConfig\n";
 
 #[test]
 fn defaults_text_is_the_default_config() {
-    let parsed = parse_standalone(STANDALONE_DEFAULTS, "defaults").unwrap();
-    assert_eq!(parsed, StandaloneConfig::default());
+    let recipes = crate::recipes::for_tests();
+    let parsed = parse_standalone(recipes, STANDALONE_DEFAULTS, "defaults").unwrap();
+    let every_service = StandaloneConfig {
+        services: Services::all_defaults(recipes),
+        ..StandaloneConfig::default()
+    };
+    assert_eq!(parsed, every_service);
 }
 
 /// Every field of the config appears in the documented defaults, so a new
@@ -29,7 +34,11 @@ fn defaults_text_shows_every_field() {
     }
     let mut want = Vec::new();
     keys(
-        &serde_yaml::to_value(StandaloneConfig::default()).unwrap(),
+        &serde_yaml::to_value(StandaloneConfig {
+            services: Services::all_defaults(crate::recipes::for_tests()),
+            ..StandaloneConfig::default()
+        })
+        .unwrap(),
         "",
         &mut want,
     );
@@ -46,7 +55,7 @@ fn defaults_text_shows_every_field() {
 
 #[test]
 fn minimal_file_gets_defaults() {
-    let c = parse_standalone(HEAD, "x").unwrap();
+    let c = parse_standalone(crate::recipes::for_tests(), HEAD, "x").unwrap();
     assert_eq!(c, StandaloneConfig::default());
 }
 
@@ -55,7 +64,7 @@ fn every_field_round_trips() {
     let text = format!(
         "{HEAD}controlPlane:\n  hostname: cp.lab.test\n  address: 10.240.0.10\n  extraNames: [cloud.example.test]\n  region: Lab\n  joinPort: 7443\nroles: [controller]\npackages:\n  source: local:/srv/repo\nnetwork:\n  encapsulation: vxlan\n  providerNetworks:\n  - name: datacentre\n    bridge: br-dc\n    interface: eth1\n  dnsServers: [10.240.0.1]\nservices:\n  nova:\n    workers: 3\n    customServiceConfig: |\n      [DEFAULT]\n      debug = true\n  novaCompute:\n    customServiceConfig: \"[libvirt]\\ncpu_mode = host-model\\n\"\nbundle:\n  ttl: 2h\n  maxUses: 5\n"
     );
-    let c = parse_standalone(&text, "x").unwrap();
+    let c = parse_standalone(crate::recipes::for_tests(), &text, "x").unwrap();
     assert_eq!(
         c.control_plane.address,
         Some("10.240.0.10".parse().unwrap())
@@ -64,8 +73,12 @@ fn every_field_round_trips() {
     assert_eq!(c.roles, vec![Role::Controller]);
     assert_eq!(c.services.get("nova").workers, types::Workers::Count(3));
     assert_eq!(c.bundle.max_uses, 5);
-    let again: StandaloneConfig =
-        parse_standalone(&serde_yaml::to_string(&c).unwrap(), "y").unwrap();
+    let again: StandaloneConfig = parse_standalone(
+        crate::recipes::for_tests(),
+        &serde_yaml::to_string(&c).unwrap(),
+        "y",
+    )
+    .unwrap();
     assert_eq!(again, c);
     assert_ne!(c, StandaloneConfig::default());
 }
@@ -277,7 +290,10 @@ fn validate_reads_each_kind_by_its_kind() {
             "f.yaml: valid SiteInventory for site edge1, 2 nodes",
         ),
     ] {
-        assert_eq!(validate_text(text, "f.yaml").unwrap(), said);
+        assert_eq!(
+            validate_text(crate::recipes::for_tests(), text, "f.yaml").unwrap(),
+            said
+        );
     }
     let refused: &[(&str, &str, &str)] = &[
         (
@@ -304,7 +320,7 @@ fn validate_reads_each_kind_by_its_kind() {
         ),
     ];
     for (text, path, msg) in refused {
-        let e = validate_text(text, "f.yaml").unwrap_err();
+        let e = validate_text(crate::recipes::for_tests(), text, "f.yaml").unwrap_err();
         assert_eq!(e.path, *path, "{text}: {e}");
         assert_eq!(e.line.is_some(), *path == "site", "{text}: {e}");
         assert!(e.message.contains(msg), "{text}: {e}");

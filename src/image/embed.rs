@@ -8,6 +8,7 @@ use super::{PAYLOAD_PATH, iso9660};
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle};
 use crate::config::NodeConfig;
 use crate::host::read::{self, ReadSpec};
+use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::fs::File;
@@ -43,6 +44,7 @@ pub struct EmbedReport {
 
 /// Verify the bundle and the node config, then write both into the ISO.
 pub fn embed(
+    recipes: &Recipes,
     iso: &Path,
     bundle_file: &Path,
     node_file: &Path,
@@ -63,7 +65,7 @@ pub fn embed(
         "bundle",
         "a join bundle is a few kilobytes; check that --bundle is the file `dcn bundle export` wrote",
     )?;
-    let verified = verify_bundle(&bundle, &node, true).with_context(|| {
+    let verified = verify_bundle(recipes, &bundle, &node, true).with_context(|| {
         format!(
             "refusing to embed {}: it does not verify",
             bundle_file.display()
@@ -121,6 +123,7 @@ fn read_capped(path: &Path, cap: u64, what: &str, hint: &str) -> Result<Vec<u8>>
 /// Check a bundle as embed and install do: format, integrity, signature,
 /// the node's CA pin when it has one, and (when `check_expiry`) expiry.
 pub fn verify_bundle(
+    recipes: &Recipes,
     bytes: &[u8],
     node: &NodeConfig,
     check_expiry: bool,
@@ -129,7 +132,7 @@ pub fn verify_bundle(
         check_expiry,
         ..ReadOptions::new().with_pin(node.join.ca_pin.as_ref().map(|p| p.pin()))
     };
-    Ok(read_bundle(bytes, &opts)?)
+    Ok(read_bundle(recipes, bytes, &opts)?)
 }
 
 /// Write the framed payload at the start of the area, and zeros behind it
@@ -220,15 +223,15 @@ pub struct Shown {
 }
 
 /// The payload of `iso`, parsed; the bundle's token redacted.
-pub fn show(iso: &Path) -> Result<Shown> {
+pub fn show(recipes: &Recipes, iso: &Path) -> Result<Shown> {
     let p = read_payload(iso)?;
-    parse_payload(&p)
+    parse_payload(recipes, &p)
 }
 
 /// Parse and verify a payload's parts (an expired bundle is shown, marked).
-pub fn parse_payload(p: &Payload) -> Result<Shown> {
+pub fn parse_payload(recipes: &Recipes, p: &Payload) -> Result<Shown> {
     let node = crate::config::parse_node(&p.node_yaml, "the embedded node config")?;
-    let bundle = verify_bundle(&p.bundle, &node, false).context("the embedded bundle")?;
+    let bundle = verify_bundle(recipes, &p.bundle, &node, false).context("the embedded bundle")?;
     Ok(Shown {
         my_ip: node.my_ip().map(|i| i.to_string()),
         payload_bytes: (payload::HEADER_LEN + p.bundle.len() + p.node_yaml.len()) as u64,

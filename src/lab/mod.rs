@@ -88,7 +88,7 @@ fn remove_orphaned_namespaces(runner: &dyn crate::host::Runner) -> Result<()> {
 }
 
 /// Bring a lab up.
-pub fn up(opts: &UpOptions) -> Result<Report> {
+pub fn up(opts: &UpOptions, recipes: &crate::recipes::Recipes) -> Result<Report> {
     require_root()?;
     if let Some(s) = LabState::load(&opts.dir)?
         && !s.namespaces.is_empty()
@@ -102,7 +102,7 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         Some(p) => crate::yaml::read_file(p).with_context(|| format!("reading {}", p.display()))?,
         None => default_config(opts.cert_lifetime),
     };
-    crate::config::parse_standalone(&config_text, "the lab's control-plane config")?;
+    crate::config::parse_standalone(recipes, &config_text, "the lab's control-plane config")?;
     let bm_site = bare_metal::plan(opts)?;
     let runner = SystemRunner::new(false);
     remove_orphaned_namespaces(&runner)?;
@@ -111,7 +111,6 @@ pub fn up(opts: &UpOptions) -> Result<Report> {
         started: Instant::now(),
         watch: crate::engine::Stopwatch::new(),
     };
-    let recipes = crate::recipes::Recipes::embedded()?;
     let mut packages = recipes.packages_for_roles(&["controller", "compute", "edge"])?;
     // `dcn lab tempest` installs OpenStack's test suite in cp from here.
     packages.extend(tempest::PACKAGES.iter().map(|p| p.to_string()));

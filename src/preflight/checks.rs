@@ -126,7 +126,12 @@ pub const CHECK_NAMES: &[&str] = &[
 const GIB: u64 = 1 << 30;
 
 /// Run every check for `role` on `facts`, in [`CHECK_NAMES`] order.
-pub fn evaluate(role: Role, facts: &Facts, params: &Params) -> Vec<CheckResult> {
+pub fn evaluate(
+    recipes: &crate::recipes::Recipes,
+    role: Role,
+    facts: &Facts,
+    params: &Params,
+) -> Vec<CheckResult> {
     let limits = limits(role);
     vec![
         platform::check_root(facts),
@@ -137,7 +142,7 @@ pub fn evaluate(role: Role, facts: &Facts, params: &Params) -> Vec<CheckResult> 
         sizes::check_disk_var(role, facts, &limits),
         platform::check_virtualization(role, facts, params),
         hostname::check_hostname(facts),
-        ports::check_ports(role, facts, params),
+        ports::check_ports(recipes, role, facts, params),
     ]
 }
 

@@ -15,6 +15,7 @@ pub mod sources;
 pub use checks::{CHECK_NAMES, CheckResult, Params, Severity, Status, evaluate};
 pub use facts::{Facts, gather};
 
+use crate::recipes::Recipes;
 use anyhow::{Result, bail};
 use serde::Serialize;
 use std::fmt;
@@ -61,16 +62,28 @@ pub struct Report {
 /// `ignore` holds `--ignore-preflight-errors` values: check names or
 /// `all`, each possibly a comma-separated list. An unknown name is an
 /// error, before anything is read.
-pub fn run(role: Role, root: &Path, params: &Params, ignore: &[String]) -> Result<Report> {
+pub fn run(
+    recipes: &Recipes,
+    role: Role,
+    root: &Path,
+    params: &Params,
+    ignore: &[String],
+) -> Result<Report> {
     let ignored = parse_ignore(ignore)?;
-    Ok(Report::new(role, gather(root), params, ignored))
+    Ok(Report::new(recipes, role, gather(root), params, ignored))
 }
 
 impl Report {
     /// Judge `facts` (already gathered) for `role`; `ignored` must come
     /// from [`parse_ignore`].
-    pub fn new(role: Role, facts: Facts, params: &Params, ignored: Vec<String>) -> Report {
-        let mut checks = evaluate(role, &facts, params);
+    pub fn new(
+        recipes: &Recipes,
+        role: Role,
+        facts: Facts,
+        params: &Params,
+        ignored: Vec<String>,
+    ) -> Report {
+        let mut checks = evaluate(recipes, role, &facts, params);
         let all = ignored.iter().any(|n| n == "all");
         for c in &mut checks {
             if c.failed() && (all || ignored.iter().any(|n| n == c.name)) {

@@ -7,17 +7,9 @@
 
 use super::{Recipes, ServiceRecipe};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 /// The role whose services run on joined edge hosts.
 pub const EDGE_ROLE: &str = "edge";
-
-/// The recipes built into this binary, parsed once. They are checked by
-/// the unit tests, so a binary whose recipes do not load is never built.
-pub fn embedded() -> &'static Recipes {
-    static RECIPES: OnceLock<Recipes> = OnceLock::new();
-    RECIPES.get_or_init(|| Recipes::embedded().expect("the embedded recipes load (cargo test)"))
-}
 
 impl Recipes {
     /// Every configurable service by its config key.

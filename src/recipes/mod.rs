@@ -21,6 +21,14 @@ use std::collections::BTreeMap;
 
 include!(concat!(env!("OUT_DIR"), "/recipes_embedded.rs"));
 
+/// The embedded recipes, parsed once, for unit tests (commands load them
+/// where they start and pass them on).
+#[cfg(test)]
+pub fn for_tests() -> &'static Recipes {
+    static RECIPES: std::sync::OnceLock<Recipes> = std::sync::OnceLock::new();
+    RECIPES.get_or_init(|| Recipes::embedded().expect("the embedded recipes load"))
+}
+
 /// The distribution release the recipes are written for.
 pub const RELEASE: &str = "debian-12";
 

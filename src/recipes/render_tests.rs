@@ -91,11 +91,13 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
     };
     let mut passwords = crate::passwords::PasswordStore::default();
     passwords.ensure(
-        crate::centre::standalone::secrets::control_plane_passwords()
+        crate::centre::standalone::secrets::control_plane_passwords(&recipes)
+            .unwrap()
             .iter()
             .map(String::as_str),
     );
     let values = crate::centre::control_plane::values::control_plane_values(
+        crate::recipes::for_tests(),
         &config,
         &id,
         &facts(),

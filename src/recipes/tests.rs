@@ -224,3 +224,17 @@ fn a_tls_frontend_must_be_on_its_services_port_and_its_own() {
     let e = with("ports: [8776]\ntlsFrontends: {nova: 8776}\n");
     assert!(e.contains("both declare TLS frontend \"nova\""), "{e}");
 }
+
+#[test]
+fn a_broken_recipe_is_an_error_naming_its_file_and_line() {
+    let mut files = embedded_files();
+    files.push((
+        format!("{RELEASE}/services/extra.yaml"),
+        "service: extra\ndescription: x\nphase: services\nports: [8776\n".into(),
+    ));
+    let e = format!("{:#}", Recipes::from_files(files).unwrap_err());
+    assert!(
+        e.starts_with(&format!("recipes/{RELEASE}/services/extra.yaml:5:")),
+        "{e}"
+    );
+}

@@ -86,7 +86,7 @@ fn first_boot(host: &Host, systemd: &Systemd) -> Result<Option<FirstBoot>> {
 }
 
 /// The status of this host.
-pub fn status(host: &Host) -> Result<Status> {
+pub fn status(host: &Host, recipes: &Recipes) -> Result<Status> {
     let systemd = Systemd::new(host.runner.as_ref());
     let first_boot = first_boot(host, &systemd)?;
     let Some(deployment) = Deployment::load(&host.files)? else {
@@ -106,7 +106,6 @@ pub fn status(host: &Host) -> Result<Status> {
             "dcn has set up nothing on this host (no /var/lib/dcn/deployment.json); run `dcn standalone init` or `dcn join`"
         );
     };
-    let recipes = Recipes::embedded()?;
     let mut values = crate::recipes::Values::default();
     values
         .cp

@@ -12,7 +12,10 @@
 //! [`crate::config::parse`] or [`from_str`]; [`read_file`] reads the file.
 
 mod events;
+mod locate;
 pub mod parse;
+
+pub use locate::locate;
 
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;

@@ -31,6 +31,24 @@ impl ConfigError {
             message: message.into(),
         }
     }
+
+    /// An error at the key `path` of `text` with the key's line and column
+    /// (checks that run after parsing, as the parser's errors have them).
+    pub fn located(
+        text: &str,
+        file: &str,
+        path: &[&str],
+        message: impl Into<String>,
+    ) -> ConfigError {
+        let at = crate::yaml::locate(text, path);
+        ConfigError {
+            file: file.to_string(),
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
+            path: path.join("."),
+            message: message.into(),
+        }
+    }
 }
 
 impl fmt::Display for ConfigError {

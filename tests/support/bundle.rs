@@ -32,7 +32,9 @@ pub fn write_lab_bundle(
         token: TOKEN.parse().unwrap(),
     };
     let path = dir.join(name);
-    let bytes = dcn::bundle::write_bundle(&contents, ca).unwrap();
+    let bytes =
+        dcn::bundle::write_bundle(&dcn::recipes::Recipes::embedded().unwrap(), &contents, ca)
+            .unwrap();
     dcn::bundle::save_bundle(&path, &bytes).unwrap();
     path
 }

@@ -137,10 +137,16 @@ pub fn node_key() -> rcgen::KeyPair {
     rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap()
 }
 
+/// The catalogue, as `dcn serve` loads it.
+pub fn recipes() -> dcn::recipes::Recipes {
+    dcn::recipes::Recipes::embedded().expect("the recipes built into dcn load")
+}
+
 /// The join service with default limits.
 pub fn serve(host: Host, listen: SocketAddr, accounts: Arc<dyn NodeAccounts>) {
     let _ = dcn::centre::serve::serve_with(
         host,
+        recipes(),
         listen,
         dcn::centre::serve::Limits::default(),
         accounts,

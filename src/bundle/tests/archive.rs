@@ -169,13 +169,15 @@ fn a_gzip_bomb_is_refused_quickly_with_bounded_memory() {
 fn oversize_input_is_refused_after_reading_one_byte_past_the_cap() {
     use std::io::Read;
     let just_over = io::repeat(0x1f).take(MAX_COMPRESSED_SIZE + 1);
-    let err = crate::bundle::read_bundle(just_over, &opts()).unwrap_err();
+    let err =
+        crate::bundle::read_bundle(crate::recipes::for_tests(), just_over, &opts()).unwrap_err();
     assert_contains(
         &err.to_string(),
         &["larger than 1048576 bytes", "a few kilobytes"],
     );
     // An endless stream: the reader must stop on its own.
-    let err = crate::bundle::read_bundle(io::repeat(0x1f), &opts()).unwrap_err();
+    let err = crate::bundle::read_bundle(crate::recipes::for_tests(), io::repeat(0x1f), &opts())
+        .unwrap_err();
     assert!(
         matches!(err, crate::bundle::BundleError::TooLarge { .. }),
         "{err}"

@@ -261,7 +261,7 @@ fn self_signed_certificates_that_are_not_signing_cas_are_refused() {
             ca_pin: Some(ok.pin()),
             ..opts()
         };
-        read_bundle(with_ca(&ok).as_slice(), &o).unwrap();
+        read_bundle(crate::recipes::for_tests(), with_ca(&ok).as_slice(), &o).unwrap();
     }
 }
 
@@ -277,7 +277,7 @@ fn a_ca_subject_with_escape_sequences_is_shown_escaped() {
         ca_pin: Some(evil.pin()),
         ..opts()
     };
-    let text = read_bundle(with_ca(&evil).as_slice(), &o)
+    let text = read_bundle(crate::recipes::for_tests(), with_ca(&evil).as_slice(), &o)
         .unwrap()
         .inspect_at(created())
         .to_string();

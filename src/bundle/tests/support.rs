@@ -78,7 +78,7 @@ pub fn contents() -> BundleContents {
 
 /// A good bundle signed by [`ca`].
 pub fn bundle() -> Vec<u8> {
-    write_bundle(&contents(), ca()).unwrap()
+    write_bundle(crate::recipes::for_tests(), &contents(), ca()).unwrap()
 }
 
 /// Options that accept [`bundle`]: a minute after export, pinned to [`ca`].
@@ -96,7 +96,7 @@ pub fn refusal(bytes: &[u8]) -> String {
 }
 
 pub fn refusal_with(bytes: &[u8], opts: &ReadOptions) -> String {
-    match read_bundle(bytes, opts) {
+    match read_bundle(crate::recipes::for_tests(), bytes, opts) {
         Ok(_) => panic!("the bundle was accepted"),
         Err(e) => e.to_string(),
     }

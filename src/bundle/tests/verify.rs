@@ -79,7 +79,7 @@ fn bad_values_are_refused_with_their_path() {
     assert_contains(
         &err,
         &[
-            "customServiceConfig.keystone: \"keystone\" does not run on edge hosts; the edge services are novaCompute, ovnMetadataAgent",
+            "manifest.yaml:23:3: customServiceConfig.keystone: \"keystone\" does not run on edge hosts; the edge services are novaCompute, ovnMetadataAgent",
         ],
     );
     let err = with_manifest(|y| y.replace("    debug = true", "    debug true"));
@@ -98,7 +98,7 @@ fn bad_values_are_refused_with_their_path() {
     });
     assert_contains(
         &err,
-        &["manifest.yaml: notAfter: must be later than createdAt"],
+        &["manifest.yaml:4:1: notAfter: must be later than createdAt"],
     );
     let err = with_manifest(|y| y.replace("token: sha256:", "ca.key: sha256:"));
     assert_contains(
@@ -155,12 +155,12 @@ fn expired_bundles_are_refused_with_when_and_what_to_do() {
         ],
     );
     assert!(matches!(
-        read_bundle(bundle().as_slice(), &o),
+        read_bundle(crate::recipes::for_tests(), bundle().as_slice(), &o),
         Err(BundleError::Expired { .. })
     ));
     // Inspect reads it anyway and marks it expired.
     o.check_expiry = false;
-    let v = read_bundle(bundle().as_slice(), &o).unwrap();
+    let v = read_bundle(crate::recipes::for_tests(), bundle().as_slice(), &o).unwrap();
     let text = v.inspect_at(o.now).to_string();
     assert_contains(
         &text,
@@ -172,7 +172,7 @@ fn expired_bundles_are_refused_with_when_and_what_to_do() {
     // Exactly at notAfter it is still valid.
     o.check_expiry = true;
     o.now = created() + TTL;
-    read_bundle(bundle().as_slice(), &o).unwrap();
+    read_bundle(crate::recipes::for_tests(), bundle().as_slice(), &o).unwrap();
 }
 
 #[test]
@@ -228,6 +228,7 @@ fn a_ca_swapped_for_another_fails_the_signature_or_the_pin() {
 fn a_bundle_re_signed_by_another_ca_is_refused_by_the_pin() {
     let other = other_ca();
     let forged = write_bundle(
+        crate::recipes::for_tests(),
         &BundleContents {
             ca_cert_pem: other.cert_pem().to_string(),
             ..contents()
@@ -248,7 +249,7 @@ fn a_bundle_re_signed_by_another_ca_is_refused_by_the_pin() {
     // trusted on first use.
     let mut o = opts();
     o.ca_pin = None;
-    let v = read_bundle(forged.as_slice(), &o).unwrap();
+    let v = read_bundle(crate::recipes::for_tests(), forged.as_slice(), &o).unwrap();
     assert!(!v.pin_checked);
     assert_eq!(v.ca_pin, other.pin());
 }

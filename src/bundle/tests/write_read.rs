@@ -13,7 +13,7 @@ use std::time::Duration;
 #[test]
 fn a_written_bundle_reads_back_equal() {
     let c = contents();
-    let v = read_bundle(bundle().as_slice(), &opts()).unwrap();
+    let v = read_bundle(crate::recipes::for_tests(), bundle().as_slice(), &opts()).unwrap();
     let mut expected = c.manifest.clone();
     expected.members = v.manifest.members.clone();
     assert_eq!(v.manifest, expected);
@@ -32,7 +32,14 @@ fn the_writer_fills_in_token_id_member_digests_and_whole_seconds() {
     c.manifest.token_id = "zzzzzz".into();
     c.manifest.members.clear();
     c.manifest.created_at += Duration::from_millis(999);
-    let v = read_bundle(write_bundle(&c, ca()).unwrap().as_slice(), &opts()).unwrap();
+    let v = read_bundle(
+        crate::recipes::for_tests(),
+        write_bundle(crate::recipes::for_tests(), &c, ca())
+            .unwrap()
+            .as_slice(),
+        &opts(),
+    )
+    .unwrap();
     assert_eq!(v.manifest.created_at, created());
     assert_eq!(v.manifest.token_id, "abc123");
     let token_digest = Sha256Digest::of(format!("{TOKEN_TEXT}\n").as_bytes());
@@ -47,14 +54,14 @@ fn the_writer_fills_in_token_id_member_digests_and_whole_seconds() {
 fn the_writer_refuses_what_the_reader_would_refuse() {
     let mut c = contents();
     c.ca_cert_pem = other_ca().cert_pem().to_string();
-    let err = write_bundle(&c, ca()).unwrap_err();
+    let err = write_bundle(crate::recipes::for_tests(), &c, ca()).unwrap_err();
     assert!(
         format!("{err:#}").contains("not the certificate of the CA that signs it"),
         "{err:#}"
     );
     let mut c = contents();
     c.manifest.not_after = c.manifest.created_at;
-    let err = write_bundle(&c, ca()).unwrap_err();
+    let err = write_bundle(crate::recipes::for_tests(), &c, ca()).unwrap_err();
     assert!(
         format!("{err:#}").contains("notAfter: must be later than createdAt"),
         "{err:#}"
@@ -158,10 +165,16 @@ fn reading_a_file_round_trips_and_names_a_missing_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("edge1.tar.gz");
     save_bundle(&path, &bundle()).unwrap();
-    assert_eq!(read_bundle_file(&path, &opts()).unwrap().token.id, "abc123");
+    assert_eq!(
+        read_bundle_file(crate::recipes::for_tests(), &path, &opts())
+            .unwrap()
+            .token
+            .id,
+        "abc123"
+    );
 
     let missing = dir.path().join("nope.tar.gz");
-    let err = read_bundle_file(&missing, &opts()).unwrap_err();
+    let err = read_bundle_file(crate::recipes::for_tests(), &missing, &opts()).unwrap_err();
     assert!(matches!(err, BundleError::Open { .. }));
     assert_contains(
         &err.to_string(),
@@ -173,7 +186,7 @@ fn reading_a_file_round_trips_and_names_a_missing_path() {
             "check the path",
         ],
     );
-    let err = read_bundle_file(dir.path(), &opts()).unwrap_err();
+    let err = read_bundle_file(crate::recipes::for_tests(), dir.path(), &opts()).unwrap_err();
     assert!(matches!(err, BundleError::Open { .. }), "{err}");
 }
 
@@ -187,7 +200,7 @@ fn an_unreadable_file_is_an_open_error() {
     let path = dir.path().join("edge1.tar.gz");
     save_bundle(&path, &bundle()).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
-    let err = read_bundle_file(&path, &opts()).unwrap_err();
+    let err = read_bundle_file(crate::recipes::for_tests(), &path, &opts()).unwrap_err();
     assert_contains(
         &err.to_string(),
         &["cannot read the bundle", "may read the file"],
@@ -218,7 +231,7 @@ fn a_refused_bundle_leaves_its_directory_unchanged() {
     let before = listing(dir.path());
     for (name, _) in &hostile {
         assert!(
-            read_bundle_file(&dir.path().join(name), &opts()).is_err(),
+            read_bundle_file(crate::recipes::for_tests(), &dir.path().join(name), &opts()).is_err(),
             "{name}"
         );
     }
@@ -231,7 +244,7 @@ fn a_refused_bundle_leaves_its_directory_unchanged() {
 fn inspect_shows_everything_but_the_secret() {
     let mut o = opts();
     o.ca_pin = None;
-    let v = read_bundle(bundle().as_slice(), &o).unwrap();
+    let v = read_bundle(crate::recipes::for_tests(), bundle().as_slice(), &o).unwrap();
     let i = v.inspect_at(created() + Duration::from_secs(60));
     let text = i.to_string();
     assert_contains(

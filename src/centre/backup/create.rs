@@ -48,7 +48,7 @@ pub struct Report {
 }
 
 /// Take a backup of the control plane on `host`.
-pub fn backup(host: &Host, opts: &Options) -> Result<Report> {
+pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> {
     let started = Instant::now();
     let files = &host.files;
     let deployment = Deployment::load(files)?
@@ -63,7 +63,6 @@ pub fn backup(host: &Host, opts: &Options) -> Result<Report> {
             state.display()
         );
     }
-    let recipes = Recipes::embedded()?;
     // Nothing of dcn's state changes while the backup runs.
     let registry = crate::centre::sites::Registry::new(files);
     let _registry = registry.lock()?;

@@ -32,9 +32,9 @@ pub fn state_excluded(path: &str) -> bool {
 
 /// Where a restore may write: dcn's state directory and the paths the
 /// recipes' backup parts name.
-pub fn restorable_roots() -> Vec<String> {
+pub fn restorable_roots(recipes: &crate::recipes::Recipes) -> Vec<String> {
     let mut roots = vec![crate::paths::STATE_DIR.to_string()];
-    for s in crate::recipes::catalogue::embedded().services.values() {
+    for s in recipes.services.values() {
         for b in &s.backup {
             roots.extend(b.paths.iter().cloned());
         }

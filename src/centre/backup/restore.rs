@@ -16,6 +16,7 @@ use crate::centre::standalone::{InitOptions, PhaseName};
 use crate::deployment::Deployment;
 use crate::host::{Cmd, FileSpec, Host};
 use crate::pki::Pin;
+use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::net::IpAddr;
@@ -78,12 +79,13 @@ impl HostIdentity for LiveHost {
 /// Check the archive, and that it may be restored here: this host has the
 /// backup's name and address, and is blank or already this cloud's.
 pub fn check(
+    recipes: &Recipes,
     host: &Host,
     identity: &dyn HostIdentity,
     opts: &Options,
     extract: Option<&Path>,
 ) -> Result<Verified> {
-    let verified = archive::read(&opts.archive, extract, opts.ca_pin.as_ref())?;
+    let verified = archive::read(recipes, &opts.archive, extract, opts.ca_pin.as_ref())?;
     let m = &verified.manifest;
     let here = identity.hostname()?;
     if here != m.hostname {
@@ -113,7 +115,12 @@ pub fn check(
 }
 
 /// Restore the backup at `opts.archive` onto `host`.
-pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Result<Report> {
+pub fn restore(
+    recipes: &Recipes,
+    host: &Host,
+    identity: &dyn HostIdentity,
+    opts: &Options,
+) -> Result<Report> {
     let started = Instant::now();
     let files = &host.files;
     let staging = files.host_path(STAGING)?;
@@ -127,7 +134,7 @@ pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Resu
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )?;
     let result = (|| {
-        let verified = check(host, identity, opts, Some(&staging))?;
+        let verified = check(recipes, host, identity, opts, Some(&staging))?;
         let mut report = Report {
             hostname: verified.manifest.hostname.clone(),
             address: verified.manifest.address.clone(),
@@ -146,6 +153,7 @@ pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Resu
 
         let t = Instant::now();
         run_init(
+            recipes,
             host,
             &config,
             PhaseName::Infrastructure,
@@ -154,7 +162,7 @@ pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Resu
         report.infrastructure_seconds = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        load_dumps(host, &verified, &staging)?;
+        load_dumps(recipes, host, &verified, &staging)?;
         // The databases are the backup's now: a schema sync this host
         // began before (on empty databases) is over, and must never empty
         // them again.
@@ -163,7 +171,13 @@ pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Resu
         report.load_seconds = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        run_init(host, &config, PhaseName::Finalize, &opts.ignore_preflight)?;
+        run_init(
+            recipes,
+            host,
+            &config,
+            PhaseName::Finalize,
+            &opts.ignore_preflight,
+        )?;
         report.services_seconds = t.elapsed().as_secs_f64();
         report.total_seconds = started.elapsed().as_secs_f64();
         Ok(report)
@@ -173,12 +187,14 @@ pub fn restore(host: &Host, identity: &dyn HostIdentity, opts: &Options) -> Resu
 }
 
 fn run_init(
+    recipes: &Recipes,
     host: &Host,
     config: &crate::config::StandaloneConfig,
     until: PhaseName,
     ignore: &[String],
 ) -> Result<()> {
     crate::centre::standalone::init(
+        recipes,
         config,
         host,
         &InitOptions {
@@ -215,8 +231,7 @@ fn put_files(
 }
 
 /// Load each dump with the restore command its service's recipe gives.
-fn load_dumps(host: &Host, v: &Verified, staging: &Path) -> Result<()> {
-    let recipes = crate::recipes::Recipes::embedded()?;
+fn load_dumps(recipes: &Recipes, host: &Host, v: &Verified, staging: &Path) -> Result<()> {
     let deployment =
         Deployment::load(&host.files)?.context("the backup holds no deployment record")?;
     for d in &v.manifest.dumps {

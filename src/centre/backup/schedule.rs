@@ -20,7 +20,7 @@ pub struct Scheduled {
     pub pruned: Vec<PathBuf>,
 }
 
-pub fn run(host: &Host) -> Result<Option<Scheduled>> {
+pub fn run(recipes: &crate::recipes::Recipes, host: &Host) -> Result<Option<Scheduled>> {
     let config = crate::deployment::saved_config(&host.files)?.backup;
     if config.schedule.is_none() {
         tracing::info!("scheduled backups are off (backup.schedule in the config)");
@@ -36,6 +36,7 @@ pub fn run(host: &Host) -> Result<Option<Scheduled>> {
         .files
         .host_path(&format!("{}/{name}", dir.trim_end_matches('/')))?;
     let report = backup(
+        recipes,
         host,
         &Options {
             output,

@@ -64,6 +64,7 @@ pub fn control_plane_map(
 
 /// The values for the control plane.
 pub fn control_plane_values(
+    recipes: &crate::recipes::Recipes,
     config: &StandaloneConfig,
     id: &Identity,
     facts: &HostFacts,
@@ -75,7 +76,6 @@ pub fn control_plane_values(
         m.insert(k.to_string(), val.to_string());
     };
     v.cp = control_plane_map(config, &id.hostname, &address);
-    let recipes = crate::recipes::catalogue::embedded();
     v.export = exports::as_values(&exports::render(recipes, &v.cp)?);
     v.frontends = recipes.tls_frontends();
     let zones = &config.zones;

@@ -17,6 +17,7 @@ use crate::host::lock::FileLock;
 use crate::host::{FileSpec, Host};
 use crate::paths::PUBLIC_CA;
 use crate::pki::CertInfo;
+use crate::recipes::Recipes;
 use anyhow::{Context, Result};
 use std::time::SystemTime;
 
@@ -61,13 +62,13 @@ pub fn identity(host: &Host) -> Result<(Deployment, Identity, Policy)> {
 
 /// Renew what is due (everything with `force`), then bring every copy up
 /// to date.
-pub fn renew(host: &Host, force: bool) -> Result<Renewal> {
+pub fn renew(recipes: &Recipes, host: &Host, force: bool) -> Result<Renewal> {
     let _lock = FileLock::wait(&host.files, PKI_LOCK)?;
-    renew_locked(host, force)
+    renew_locked(recipes, host, force)
 }
 
 /// [`renew`], for a caller that holds [`PKI_LOCK`].
-pub(super) fn renew_locked(host: &Host, force: bool) -> Result<Renewal> {
+pub(super) fn renew_locked(recipes: &Recipes, host: &Host, force: bool) -> Result<Renewal> {
     let (deployment, id, policy) = identity(host)?;
     let files = &host.files;
     let authorities = Authorities::new(files);
@@ -93,10 +94,9 @@ pub(super) fn renew_locked(host: &Host, force: bool) -> Result<Renewal> {
     run.trust_changed = files
         .write(PUBLIC_CA, trusted.as_bytes(), &FileSpec::public())?
         .changed();
-    let recipes = crate::recipes::Recipes::embedded()?;
     run.installed = install(
         host,
-        &recipes,
+        recipes,
         &deployment,
         &crate::centre::control_plane::pki_certs::PkiCerts,
     )?;
@@ -146,7 +146,7 @@ mod tests {
     fn missing_due_and_half_written_certificates_are_issued_and_installed_once() {
         let (_root, host, runner) = control_plane("3m");
         // First run: every certificate is missing.
-        let run = renew(&host, false).unwrap();
+        let run = renew(crate::recipes::for_tests(), &host, false).unwrap();
         let names: Vec<&str> = run.issued.iter().map(|(n, _, _)| n.as_str()).collect();
         assert_eq!(names, ["api", "rabbitmq", "ovn-sb", "join"]);
         assert!(run.issued.iter().all(|(_, why, _)| *why == Reason::Missing));
@@ -167,7 +167,7 @@ mod tests {
 
         // Nothing due: nothing issued, written or told.
         let calls = runner.calls().len();
-        let run = renew(&host, false).unwrap();
+        let run = renew(crate::recipes::for_tests(), &host, false).unwrap();
         assert!(run.issued.is_empty() && run.installed.is_empty() && !run.trust_changed);
         assert_eq!(runner.calls().len(), calls);
 
@@ -190,7 +190,7 @@ mod tests {
                 &FileSpec::secret(),
             )
             .unwrap();
-        let run = renew(&host, false).unwrap();
+        let run = renew(crate::recipes::for_tests(), &host, false).unwrap();
         assert_eq!(run.issued.len(), 1);
         assert_eq!(
             (run.issued[0].0.as_str(), run.issued[0].1),
@@ -206,7 +206,7 @@ mod tests {
 
         // --force renews what is not due. (When one is due at a later
         // time: certs::leaves' tests.)
-        let run = renew(&host, true).unwrap();
+        let run = renew(crate::recipes::for_tests(), &host, true).unwrap();
         assert!(run.issued.iter().all(|(_, why, _)| *why == Reason::Forced));
     }
 }

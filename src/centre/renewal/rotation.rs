@@ -25,6 +25,7 @@ use crate::certs::policy::{Policy, system_time, validity};
 use crate::host::Host;
 use crate::host::lock::FileLock;
 use crate::pki::{CertInfo, Pin};
+use crate::recipes::Recipes;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
@@ -128,7 +129,7 @@ pub struct Started {
 
 /// Start a rotation (or carry on one cut off): a new CA, trusted beside
 /// the old one on this host now.
-pub fn start(host: &Host) -> Result<Started> {
+pub fn start(recipes: &Recipes, host: &Host) -> Result<Started> {
     let (_, _, policy): (_, _, Policy) = super::renew::identity(host)?;
     let _lock = FileLock::wait(&host.files, PKI_LOCK)?;
     let authorities = Authorities::new(&host.files);
@@ -136,7 +137,7 @@ pub fn start(host: &Host) -> Result<Started> {
         bail!("a CA rotation is finishing: run `dcn ca rotate --finish` to complete it");
     }
     let (pin, created) = authorities.start_rotation(validity(policy.ca))?;
-    let run = renew_locked(host, false)?;
+    let run = renew_locked(recipes, host, false)?;
     Ok(Started {
         pin: pin.to_string(),
         created,
@@ -168,7 +169,7 @@ pub struct Finished {
 
 /// Finish a rotation: refused while a node does not trust the new CA,
 /// unless `force`.
-pub fn finish(host: &Host, force: bool) -> Result<Finished> {
+pub fn finish(recipes: &Recipes, host: &Host, force: bool) -> Result<Finished> {
     let _lock = FileLock::wait(&host.files, PKI_LOCK)?;
     let authorities = Authorities::new(&host.files);
     let rotation = authorities.rotation()?;
@@ -192,11 +193,11 @@ pub fn finish(host: &Host, force: bool) -> Result<Finished> {
     }
     authorities.begin_finish()?;
     // Issued by the new CA while clients still trust both.
-    let run = renew_locked(host, false)?;
+    let run = renew_locked(recipes, host, false)?;
     let reissued = run.issued.iter().map(|(n, _, _)| n.clone()).collect();
     let retired = authorities.complete_finish()?;
     // The old CA leaves every CA file of this host.
-    renew_locked(host, false)?;
+    renew_locked(recipes, host, false)?;
     Ok(Finished {
         pin: authorities.current()?.pin().to_string(),
         retired: retired.map(|p| p.to_string()),

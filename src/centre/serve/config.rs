@@ -15,6 +15,7 @@ use std::time::SystemTime;
 /// `GET /v1/nodes/{hostname}/config`.
 pub fn fetch(
     host: &Host,
+    recipes: &crate::recipes::Recipes,
     hostname: &str,
     bearer: Option<&str>,
 ) -> Result<NodeConfigReply, Refusal> {
@@ -26,7 +27,6 @@ pub fn fetch(
         .map_err(|e: String| internal(anyhow::anyhow!(e)))?;
     let revision = current(&registry, &site_name).map_err(internal)?;
     let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
-    let recipes = crate::recipes::catalogue::embedded();
     let resolved = resolve(
         recipes,
         &config.services.custom_configs(),

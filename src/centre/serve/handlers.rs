@@ -96,6 +96,7 @@ pub(super) fn valid_token(
 /// `POST /v2/join`.
 pub fn join(
     host: &Host,
+    recipes: &crate::recipes::Recipes,
     accounts: &dyn NodeAccounts,
     challenges: &Challenges,
     req: &JoinRequest,
@@ -146,9 +147,8 @@ pub fn join(
         now,
     )?;
     let passwords = PasswordStore::load(&host.files).map_err(internal)?;
-    let recipes = crate::recipes::Recipes::embedded().map_err(internal)?;
     let credentials =
-        crate::centre::sites::accounts::grant(accounts, &recipes, &passwords, hostname.as_str())
+        crate::centre::sites::accounts::grant(accounts, recipes, &passwords, hostname.as_str())
             .map_err(internal)?;
     let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
     let node = node_record(

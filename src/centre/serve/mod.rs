@@ -21,6 +21,7 @@ pub mod routes;
 
 use crate::centre::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
 use crate::host::Host;
+use crate::recipes::Recipes;
 use crate::wire::{ErrorReply, JoinRequest};
 use anyhow::{Context, Result};
 pub use challenge::Challenges;
@@ -63,6 +64,7 @@ impl Default for Limits {
 
 struct State {
     host: Host,
+    recipes: Recipes,
     accounts: Arc<dyn NodeAccounts>,
     challenges: Challenges,
     limiter: ratelimit::RateLimiter,
@@ -70,7 +72,7 @@ struct State {
 
 /// Run the join service until killed, on the control plane's address and
 /// join port.
-pub fn run(host: Host) -> Result<()> {
+pub fn run(host: Host, recipes: Recipes) -> Result<()> {
     let config = crate::deployment::saved_config(&host.files)?;
     let deployment = crate::deployment::Deployment::load(&host.files)?
         .context("this host is not a dcn control plane: run `dcn standalone init` first")?;
@@ -80,21 +82,23 @@ pub fn run(host: Host) -> Result<()> {
         .context("the control plane's address")?;
     serve_on(
         host,
+        recipes,
         SocketAddr::new(address, config.control_plane.join_port.0),
     )
 }
 
 /// Run the join service on `listen` until killed, giving nodes accounts
 /// on this control plane's RabbitMQ and keystone.
-pub fn serve_on(host: Host, listen: SocketAddr) -> Result<()> {
+pub fn serve_on(host: Host, recipes: Recipes, listen: SocketAddr) -> Result<()> {
     let accounts = Arc::new(ControlPlaneAccounts { host: host.clone() });
-    serve_with(host, listen, Limits::default(), accounts)
+    serve_with(host, recipes, listen, Limits::default(), accounts)
 }
 
 /// Run the join service on `listen`, within `limits`, until killed, with
 /// node accounts kept in `accounts`.
 pub fn serve_with(
     host: Host,
+    recipes: Recipes,
     listen: SocketAddr,
     limits: Limits,
     accounts: Arc<dyn NodeAccounts>,
@@ -127,6 +131,7 @@ pub fn serve_with(
 
     let state = Arc::new(State {
         host,
+        recipes,
         accounts,
         challenges: Challenges::new(),
         limiter: ratelimit::RateLimiter::default(),
@@ -180,6 +185,7 @@ pub fn answer_progress(host: &Host, bearer: Option<&str>, body: &[u8]) -> JoinAn
 /// the join-service fuzz target.
 pub fn answer_join(
     host: &Host,
+    recipes: &Recipes,
     accounts: &dyn NodeAccounts,
     challenges: &Challenges,
     body: &[u8],
@@ -210,7 +216,7 @@ pub fn answer_join(
         shown(&join.hostname),
         shown(&token_id)
     );
-    let (status, body, outcome) = match handlers::join(host, accounts, challenges, &join) {
+    let (status, body, outcome) = match handlers::join(host, recipes, accounts, challenges, &join) {
         Ok(reply) => (
             200,
             serde_json::to_value(&reply),

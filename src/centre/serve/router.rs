@@ -132,7 +132,13 @@ async fn answer(
         Route::Join => {
             let body = read_body(req, MAX_BODY, body_time).await.map_err(unnoted)?;
             let a = off_the_runtime(move || {
-                answer_join(&st.host, st.accounts.as_ref(), &st.challenges, &body)
+                answer_join(
+                    &st.host,
+                    &st.recipes,
+                    st.accounts.as_ref(),
+                    &st.challenges,
+                    &body,
+                )
             })
             .await?;
             (json(a.status, &a.body), a.note)
@@ -161,7 +167,7 @@ async fn answer(
             let note = format!("(node {} config)", shown(hostname.as_str()));
             let bearer = bearer(&req);
             let reply = off_the_runtime(move || {
-                config::fetch(&st.host, hostname.as_str(), bearer.as_deref())
+                config::fetch(&st.host, &st.recipes, hostname.as_str(), bearer.as_deref())
             })
             .await?;
             or_refused(reply.map(|r| json(200, &r)), note)

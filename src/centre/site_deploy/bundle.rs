@@ -97,6 +97,7 @@ fn bundle_file(site: &str) -> String {
 /// The bundle for `needed` nodes: the earlier one if [`reusable`], else a
 /// new export (creating the site if it is new).
 pub fn ensure(
+    recipes: &crate::recipes::Recipes,
     host: &Host,
     site: &crate::types::SiteName,
     needed: u32,
@@ -111,6 +112,7 @@ pub fn ensure(
     files.ensure_dir(&site_dir(site.as_str()), &FileSpec::private_dir())?;
     let path = files.host_path(&bundle_file(site.as_str()))?;
     let exported = export(
+        recipes,
         host,
         &ExportOptions {
             site: site.clone(),

@@ -30,6 +30,7 @@ pub struct NodeMedia {
 /// ISOs go first (they hold an older token), then a fresh copy of `iso`
 /// with `bundle` and `node` embedded.
 pub fn prepare(
+    recipes: &crate::recipes::Recipes,
     files: &Files,
     site: &str,
     iso: &Path,
@@ -52,6 +53,7 @@ pub fn prepare(
     );
     let path = host_dir.join(&file_name);
     let report = embed(
+        recipes,
         iso,
         bundle,
         &files.host_path(&config_file)?,

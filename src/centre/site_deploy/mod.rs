@@ -19,6 +19,7 @@ pub mod report;
 pub mod watch;
 
 use crate::host::Host;
+use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use node::{Limits, NodeTarget};
 use plan::Start;
@@ -39,7 +40,7 @@ pub struct DeployOptions {
 
 /// Deploy the inventory's site. Checks everything it can before it
 /// changes anything: the inventory, the nodes asked for, each BMC password.
-pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
+pub fn run(recipes: &Recipes, host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
     let started = Instant::now();
     let inventory = crate::config::load_inventory(&opts.inventory)?;
     crate::deployment::Deployment::load(&host.files)?
@@ -101,6 +102,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
         }
         let b = if booting > 0 {
             let (b, stale) = bundle::ensure(
+                recipes,
                 host,
                 &site,
                 booting,
@@ -153,7 +155,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
         media_ca: media_ca.as_deref(),
         limits,
     };
-    let runs = run_all(&ctx, &targets, &starts, opts.parallel.max(1));
+    let runs = run_all(recipes, &ctx, &targets, &starts, opts.parallel.max(1));
     Ok(DeployReport {
         site: site.to_string(),
         bundle_exported: bundle.as_ref().is_some_and(|b| b.fresh),
@@ -165,6 +167,7 @@ pub fn run(host: &Host, opts: &DeployOptions) -> Result<DeployReport> {
 
 /// Run every node, `parallel` at a time; results in the inventory's order.
 fn run_all(
+    recipes: &Recipes,
     ctx: &node::Run,
     targets: &[NodeTarget],
     starts: &[Start],
@@ -185,7 +188,7 @@ fn run_all(
                     let Some(target) = targets.get(i) else {
                         return;
                     };
-                    let run = node::run(ctx, target, starts[i]);
+                    let run = node::run(recipes, ctx, target, starts[i]);
                     results.lock().expect("not poisoned")[i] = Some(run);
                 }
             });

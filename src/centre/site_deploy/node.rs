@@ -14,6 +14,7 @@ use super::watch;
 use crate::bmc::{ClientOptions, Deadline, DiskBoot};
 use crate::config::NodeConfig;
 use crate::host::Files;
+use crate::recipes::Recipes;
 use anyhow::Result;
 use bmc_steps::{boot, leave_installer, to_disk};
 use follow::wait;
@@ -95,11 +96,11 @@ pub struct NodeRun {
 
 /// Run one node from `start`. Failures are recorded at the centre and
 /// returned in the outcome; they never stop the other nodes.
-pub fn run(ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
+pub fn run(recipes: &Recipes, ctx: &Run, node: &NodeTarget, start: Start) -> NodeRun {
     let _named = crate::logging::LinePrefix::new(node.hostname());
     let started = Instant::now();
     let mut stretches = Vec::new();
-    let outcome = match drive(ctx, node, start, &mut stretches) {
+    let outcome = match drive(recipes, ctx, node, start, &mut stretches) {
         Ok(o) => o,
         Err(Failure {
             phase,
@@ -151,6 +152,7 @@ fn say(line: &str) {
 }
 
 fn drive(
+    recipes: &Recipes,
     ctx: &Run,
     node: &NodeTarget,
     start: Start,
@@ -163,7 +165,7 @@ fn drive(
             say("already placed; left alone");
             return Ok(Outcome::AlreadyPlaced);
         }
-        Start::Boot => one_more_power_on(|_| from_iso(ctx, node, &mut timed))?,
+        Start::Boot => one_more_power_on(|_| from_iso(recipes, ctx, node, &mut timed))?,
         Start::Reset => {
             // The installed system is on the disk: a restart from the disk
             // makes its first-boot join run again.
@@ -189,7 +191,7 @@ fn drive(
                 // boots its ISO again.
                 one_more_power_on(|again| {
                     if again {
-                        from_iso(ctx, node, &mut timed)
+                        from_iso(recipes, ctx, node, &mut timed)
                     } else {
                         let install = ctx.limits.install_deadline();
                         install_then_boot_disk(ctx, node, &install, &mut timed)
@@ -232,12 +234,13 @@ fn one_more_power_on<T>(mut attempt: impl FnMut(bool) -> Result<T, Failure>) -> 
 /// Boot the node's ISO through its BMC and follow the install until the
 /// node boots its disk. Returns the join phase's deadline.
 fn from_iso(
+    recipes: &Recipes,
     ctx: &Run,
     node: &NodeTarget,
     timed: &mut impl FnMut(&str, Instant),
 ) -> Result<Deadline, Failure> {
     let t = Instant::now();
-    let media = media_for(ctx, node).map_err(at("media"))?;
+    let media = media_for(recipes, ctx, node).map_err(at("media"))?;
     timed("media", t);
     let t = Instant::now();
     let url = format!("{}/{}", ctx.media_url, media);
@@ -258,14 +261,14 @@ fn placed(ctx: &Run, node: &NodeTarget) -> Result<Outcome, Failure> {
 }
 
 /// Make the node's ISO; returns its file name.
-fn media_for(ctx: &Run, node: &NodeTarget) -> Result<String> {
+fn media_for(recipes: &Recipes, ctx: &Run, node: &NodeTarget) -> Result<String> {
     let mut config = node.config.clone();
     config.join.ca_pin = Some(
         ctx.ca_pin
             .parse()
             .map_err(|e: String| anyhow::anyhow!("the bundle's CA pin: {e}"))?,
     );
-    let media = super::media::prepare(ctx.files, ctx.site, ctx.iso, ctx.bundle, &config)?;
+    let media = super::media::prepare(recipes, ctx.files, ctx.site, ctx.iso, ctx.bundle, &config)?;
     say(&format!(
         "ISO ready ({} payload bytes written in {:.0} ms)",
         media.report.payload_bytes,

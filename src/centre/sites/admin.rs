@@ -10,6 +10,7 @@ use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
 use crate::deployment::saved_config;
 use crate::host::Host;
+use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
 use anyhow::{Result, bail};
 use reqwest::Method;
@@ -167,15 +168,14 @@ pub fn site_status_with_health(host: &Host, site: &str) -> Result<phases::SiteSt
 /// stop working; its hosts' progress records go (none can report any
 /// more). Other sites are untouched. Its nodes stay listed (and in nova)
 /// until `dcn node remove`.
-pub fn revoke_site(host: &Host, name: &str) -> Result<()> {
+pub fn revoke_site(recipes: &Recipes, host: &Host, name: &str) -> Result<()> {
     let registry = Registry::new(&host.files);
     let lock = registry.lock()?;
     let mut site = registry.active_site(name)?;
     let accounts = ControlPlaneAccounts { host: host.clone() };
-    let recipes = crate::recipes::Recipes::embedded()?;
     let mut members = Vec::new();
     for mut node in registry.nodes()?.into_iter().filter(|n| n.site == name) {
-        super::accounts::revoke(&accounts, &recipes, &node.hostname)?;
+        super::accounts::revoke(&accounts, recipes, &node.hostname)?;
         // Dead for good: a re-admitted site's hosts join with a new token.
         node.secret_hash = String::new();
         node.key_pin = None;
@@ -211,7 +211,7 @@ pub enum Removed {
 /// service (with its compute node and resource provider), and its progress
 /// record goes. The site and its other nodes are untouched. A host that
 /// only reported progress loses its record.
-pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
+pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Removed> {
     let registry = Registry::new(&host.files);
     let lock = registry.lock()?;
     let progress = ProgressStore::new(&host.files);
@@ -225,7 +225,7 @@ pub fn remove_node(host: &Host, hostname: &str) -> Result<Removed> {
     let config = saved_config(&host.files)?;
     let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
     let accounts = ControlPlaneAccounts { host: host.clone() };
-    super::accounts::revoke(&accounts, &crate::recipes::Recipes::embedded()?, hostname)?;
+    super::accounts::revoke(&accounts, recipes, hostname)?;
     let mut dead = node.clone();
     dead.secret_hash = String::new();
     dead.key_pin = None;

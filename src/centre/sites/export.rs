@@ -13,6 +13,7 @@ use crate::config::StandaloneConfig;
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
 use crate::pki::Pin;
+use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
 use crate::types::IniText;
 use crate::types::SiteName;
@@ -44,7 +45,7 @@ pub struct Exported {
 
 /// Export a join bundle for `opts.site`. The options are checked before
 /// anything is read, created or written.
-pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
+pub fn export(recipes: &Recipes, host: &Host, opts: &ExportOptions) -> Result<Exported> {
     if let Some(ttl) = opts.ttl {
         check_ttl(ttl).map_err(|why| anyhow!("--ttl {why}"))?;
     }
@@ -105,7 +106,7 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
     })?;
 
     let manifest = manifest(
-        crate::recipes::catalogue::embedded(),
+        recipes,
         site_name,
         &deployment,
         &config,
@@ -119,6 +120,7 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
         ..manifest
     };
     let bytes = write_bundle(
+        recipes,
         &BundleContents {
             manifest,
             ca_cert_pem: ca.cert_pem().to_string(),
@@ -142,7 +144,7 @@ pub fn export(host: &Host, opts: &ExportOptions) -> Result<Exported> {
 /// with the control plane's `cp.*` values, as its own recipes are, and the
 /// `customServiceConfig` of the services that run on edges.
 pub(crate) fn manifest(
-    recipes: &crate::recipes::Recipes,
+    recipes: &Recipes,
     site: &str,
     deployment: &Deployment,
     config: &StandaloneConfig,
@@ -245,7 +247,12 @@ mod tests {
                 max_uses: None,
                 output: tmp.path().join("edge1.tar.gz"),
             };
-            let e = format!("{:#}", export(&host, &opts).err().expect("refused"));
+            let e = format!(
+                "{:#}",
+                export(crate::recipes::for_tests(), &host, &opts)
+                    .err()
+                    .expect("refused")
+            );
             assert!(
                 e.starts_with("--ttl ") && e.contains("allowed range") && e.contains("1s to 365d"),
                 "{e}"
@@ -260,7 +267,12 @@ mod tests {
             max_uses: None,
             output: tmp.path().join("edge1.tar.gz"),
         };
-        let e = format!("{:#}", export(&host, &opts).err().expect("refused"));
+        let e = format!(
+            "{:#}",
+            export(crate::recipes::for_tests(), &host, &opts)
+                .err()
+                .expect("refused")
+        );
         assert!(e.contains("bundle.ttl") && e.contains("1s to 365d"), "{e}");
         assert!(runner.calls().is_empty(), "{:?}", runner.command_lines());
         assert_eq!(tree(tmp.path()), before_config);

@@ -59,7 +59,12 @@ pub struct Change {
 /// Make `new` the site's config as a new revision (unless it is the same
 /// as the current one, or `dry_run`). The site must exist and be active;
 /// the file names its site, which must be `site`.
-pub fn set(files: &crate::host::Files, new: SiteConfig, dry_run: bool) -> Result<Change> {
+pub fn set(
+    recipes: &crate::recipes::Recipes,
+    files: &crate::host::Files,
+    new: SiteConfig,
+    dry_run: bool,
+) -> Result<Change> {
     let registry = Registry::new(files);
     let _lock = registry.lock()?;
     let site = new.site.clone();
@@ -71,7 +76,6 @@ pub fn set(files: &crate::host::Files, new: SiteConfig, dry_run: bool) -> Result
     let cp = crate::deployment::saved_config(files)?
         .services
         .custom_configs();
-    let recipes = crate::recipes::catalogue::embedded();
     let changes = plan(recipes, &cp, &old.config, &new, &nodes);
     let same = old.config == new;
     let to = if same { old.revision } else { old.revision + 1 };

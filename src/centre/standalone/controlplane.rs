@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// Preflight as a gate: errors stop init unless ignored.
 pub struct Preflight {
+    /// For the ports the services need.
+    pub recipes: crate::recipes::Recipes,
     pub params: crate::preflight::Params,
     pub ignore: Vec<String>,
 }
@@ -40,6 +42,7 @@ impl Step for Preflight {
             ignore.push("ports".into());
         }
         let report = crate::preflight::run(
+            &self.recipes,
             crate::preflight::Role::Standalone,
             ctx.host.files.root(),
             &self.params,

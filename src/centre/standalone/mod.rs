@@ -107,7 +107,12 @@ pub struct InitReport {
 }
 
 /// Run `init` on `host`.
-pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Result<InitReport> {
+pub fn init(
+    recipes: &Recipes,
+    config: &StandaloneConfig,
+    host: &Host,
+    opts: &InitOptions,
+) -> Result<InitReport> {
     let root = host.files.root().to_path_buf();
     let id = identity::Identity::resolve(config, &root)?;
     if opts.until > PhaseName::Secrets && root != std::path::Path::new("/") {
@@ -117,9 +122,8 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
     }
     tracing::info!("control plane {} at {}", id.hostname, id.address);
     let roles = roles_of(config)?;
-    let recipes = Recipes::embedded()?;
     let packages = recipes.packages_for_roles(&roles)?.len();
-    let mut phases = first_phases(config, &id, opts, &root);
+    let mut phases = first_phases(recipes, config, &id, opts, &root)?;
     if opts.until <= PhaseName::Secrets {
         phases.retain(|(n, _)| *n <= opts.until);
         let phases: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
@@ -130,7 +134,7 @@ pub fn init(config: &StandaloneConfig, host: &Host, opts: &InitOptions) -> Resul
     // the secrets phase ran before).
     let head: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
     let mut run = engine::run(&head, host)?;
-    let rest = later_phases(config, host, &id, &recipes, &roles, opts.until)?;
+    let rest = later_phases(config, host, &id, recipes, &roles, opts.until)?;
     let mut later = engine::run(&rest, host)?;
     run.steps.append(&mut later.steps);
     run.phases.append(&mut later.phases);
@@ -158,18 +162,20 @@ fn roles_of(config: &StandaloneConfig) -> Result<Vec<&'static str>> {
 /// Preflight (on a live host only) and the secrets phase: what runs before
 /// anything needs the passwords.
 fn first_phases(
+    recipes: &Recipes,
     config: &StandaloneConfig,
     id: &identity::Identity,
     opts: &InitOptions,
     root: &std::path::Path,
-) -> Vec<(PhaseName, Phase<'static>)> {
-    vec![
+) -> Result<Vec<(PhaseName, Phase<'static>)>> {
+    Ok(vec![
         (
             PhaseName::Preflight,
             Phase {
                 name: "preflight",
                 steps: if root == std::path::Path::new("/") {
                     vec![Box::new(controlplane::Preflight {
+                        recipes: recipes.clone(),
                         params: crate::preflight::Params::from_config(config),
                         ignore: opts.ignore_preflight.clone(),
                     })]
@@ -180,9 +186,13 @@ fn first_phases(
         ),
         (
             PhaseName::Secrets,
-            secrets::phase(id, crate::certs::policy::Policy::from(&config.certificates)),
+            secrets::phase(
+                recipes,
+                id,
+                crate::certs::policy::Policy::from(&config.certificates),
+            )?,
         ),
-    ]
+    ])
 }
 
 /// The phases after secrets, up to `until`, rendered with the passwords:
@@ -201,14 +211,14 @@ fn later_phases(
         // A dry run on a fresh host renders with passwords that exist
         // only in memory; files holding them are not shown anyway.
         passwords.ensure(
-            secrets::control_plane_passwords()
+            secrets::control_plane_passwords(recipes)?
                 .iter()
                 .map(String::as_str),
         );
     }
     let facts = crate::host::facts::HostFacts::detect(host.files.root());
     let values = Arc::new(values::control_plane_values(
-        config, id, &facts, &passwords,
+        recipes, config, id, &facts, &passwords,
     )?);
     let services: Vec<String> = recipes
         .services_for_roles(roles)?

@@ -11,23 +11,26 @@ use crate::host::FileSpec;
 use crate::passwords::PasswordStore;
 use crate::paths::{self, CA_CERT, CA_KEY, PKI_DIR, SECRETS_DIR, STATE_DIR};
 use crate::pki::{CertInfo, CertificateAuthority, LeafRequest};
+use crate::recipes::Recipes;
 use anyhow::{Context as _, Result, bail};
 use std::time::SystemTime;
 
 /// Passwords the control plane needs, as its recipes declare them: one per
 /// database, one per service user, the admin's, the messaging user's and
 /// the metadata proxy secret.
-pub fn control_plane_passwords() -> Vec<String> {
-    crate::recipes::catalogue::embedded()
-        .passwords_for_roles(&["controller", "compute"])
-        .expect("the embedded roles resolve")
+pub fn control_plane_passwords(recipes: &Recipes) -> Result<Vec<String>> {
+    recipes.passwords_for_roles(&["controller", "compute"])
 }
 
 /// The secrets phase. Certificates are issued with the lifetimes of
 /// `policy`, and issued again when one is due.
-pub fn phase(identity: &Identity, policy: Policy) -> Phase<'static> {
-    let mut steps: Vec<Box<dyn Step>> =
-        vec![Box::new(StateDirs), Box::new(Passwords), Box::new(Ca)];
+pub fn phase(recipes: &Recipes, identity: &Identity, policy: Policy) -> Result<Phase<'static>> {
+    let names = control_plane_passwords(recipes)?;
+    let mut steps: Vec<Box<dyn Step>> = vec![
+        Box::new(StateDirs),
+        Box::new(Passwords { names }),
+        Box::new(Ca),
+    ];
     for (name, purpose, request) in leaves::requests(identity) {
         steps.push(Box::new(Leaf {
             name,
@@ -36,10 +39,10 @@ pub fn phase(identity: &Identity, policy: Policy) -> Phase<'static> {
             policy,
         }));
     }
-    Phase {
+    Ok(Phase {
         name: "secrets",
         steps,
-    }
+    })
 }
 
 struct StateDirs;
@@ -76,7 +79,9 @@ impl Step for StateDirs {
     }
 }
 
-struct Passwords;
+struct Passwords {
+    names: Vec<String>,
+}
 
 impl Step for Passwords {
     /// Only files written through `Files`, which fsyncs them.
@@ -91,13 +96,11 @@ impl Step for Passwords {
     }
     fn is_done(&self, ctx: &Context) -> Result<bool> {
         let store = PasswordStore::load(&ctx.host.files)?;
-        Ok(control_plane_passwords()
-            .iter()
-            .all(|n| store.get(n).is_ok()))
+        Ok((self.names.iter()).all(|n| store.get(n).is_ok()))
     }
     fn apply(&self, ctx: &Context) -> Result<()> {
         let mut store = PasswordStore::load(&ctx.host.files)?;
-        let added = store.ensure(control_plane_passwords().iter().map(String::as_str));
+        let added = store.ensure(self.names.iter().map(String::as_str));
         store.save(&ctx.host.files)?;
         let verb = if ctx.host.dry_run {
             "would generate"

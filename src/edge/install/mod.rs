@@ -31,6 +31,7 @@ use crate::host::systemd::Systemd;
 use crate::host::{Cmd, Files, Runner, SystemRunner};
 use crate::image::embed;
 use crate::image::mounts::Mounts;
+use crate::recipes::Recipes;
 use crate::wire::Phase;
 use anyhow::{Context, Result, bail};
 use progress::Progress;
@@ -57,14 +58,14 @@ pub struct Options {
 }
 
 /// Run the installer.
-pub fn run(args: &Options) -> Result<()> {
+pub fn run(recipes: &Recipes, args: &Options) -> Result<()> {
     let mut progress = Progress::new(&args.console);
     if !nix::unistd::geteuid().is_root() {
         bail!("dcn install must run as root; it runs by itself when the edge ISO boots");
     }
     let runner = SystemRunner::new(false);
     let mut disk_path = None;
-    let result = install(&runner, args, &mut progress, &mut disk_path);
+    let result = install(recipes, &runner, args, &mut progress, &mut disk_path);
     match result {
         Ok(()) => {
             progress.say(&format!(
@@ -115,6 +116,7 @@ fn path_str(p: &Path) -> String {
 }
 
 fn install(
+    recipes: &Recipes,
     runner: &dyn Runner,
     args: &Options,
     progress: &mut Progress,
@@ -130,7 +132,7 @@ fn install(
         embed::read_payload(&args.medium)?
     };
     let node = crate::config::parse_node(&payload.node_yaml, "the embedded node config")?;
-    let bundle = embed::verify_bundle(&payload.bundle, &node, true).context(
+    let bundle = embed::verify_bundle(recipes, &payload.bundle, &node, true).context(
         "the embedded join bundle does not verify; embed a fresh one with `dcn image embed`",
     )?;
     progress.say(&format!(

@@ -70,7 +70,7 @@ pub struct Synced {
 
 /// Fetch, apply and report; `None` when a `dcn join` is running on this
 /// node (it writes the drop-ins itself, and the next tick syncs).
-pub fn sync(host: &Host) -> Result<Option<Synced>> {
+pub fn sync(recipes: &Recipes, host: &Host) -> Result<Option<Synced>> {
     let Some(_lock) = FileLock::try_take(&host.files, NODE_LOCK)? else {
         return Ok(None);
     };
@@ -78,11 +78,17 @@ pub fn sync(host: &Host) -> Result<Option<Synced>> {
     let secret = creds.node_secret.expose();
     let hostname = &deployment.hostname;
     let reply = client.node_config(hostname, secret)?;
-    let config = apply_and_report(host, &client, hostname, secret, &reply);
+    let config = apply_and_report(recipes, host, &client, hostname, secret, &reply);
     // The certificate and the trusted CAs, whatever became of the config.
-    let certificate =
-        super::node_cert::check(host, &client, hostname, &creds, super::node_cert::When::Due)
-            .context("checking this node's certificate");
+    let certificate = super::node_cert::check(
+        recipes,
+        host,
+        &client,
+        hostname,
+        &creds,
+        super::node_cert::When::Due,
+    )
+    .context("checking this node's certificate");
     let mut synced = config?;
     synced.certificate = certificate?;
     Ok(Some(synced))
@@ -90,13 +96,13 @@ pub fn sync(host: &Host) -> Result<Option<Synced>> {
 
 /// Apply a fetched revision and tell the centre what became of it.
 fn apply_and_report(
+    recipes: &Recipes,
     host: &Host,
     client: &JoinClient,
     hostname: &str,
     secret: &str,
     reply: &NodeConfigReply,
 ) -> Result<Synced> {
-    let recipes = crate::recipes::catalogue::embedded();
     let applied = Applied::load(host)?.unwrap_or_default();
     match apply(host, recipes, reply) {
         Ok(synced) => {
@@ -227,7 +233,10 @@ mod tests {
                     .host_path(super::super::edge::CREDENTIALS)
                     .unwrap();
                 let why = special.make(&hp, crate::host::read::MAX_SECRET);
-                let e = format!("{:#}", sync(&host).unwrap_err());
+                let e = format!(
+                    "{:#}",
+                    sync(crate::recipes::for_tests(), &host).unwrap_err()
+                );
                 assert!(e.contains(&format!("{} {why}", hp.display())), "{e}");
                 assert!(runner.calls().is_empty());
             }
@@ -243,7 +252,7 @@ mod tests {
         let host = Host::with_runner(root.path(), runner.clone(), false);
         let held = FileLock::try_take(&host.files, NODE_LOCK).unwrap().unwrap();
         // Not even joined: without the lock this is an error.
-        assert_eq!(sync(&host).unwrap(), None);
+        assert_eq!(sync(crate::recipes::for_tests(), &host).unwrap(), None);
         assert!(runner.calls().is_empty());
         assert!(!host.files.exists(APPLIED).unwrap());
 
@@ -261,7 +270,7 @@ mod tests {
             packages: crate::types::PackageSource::Mirror,
             ignore_preflight: vec![],
         };
-        let err = crate::edge::join::join(&host, &opts)
+        let err = crate::edge::join::join(crate::recipes::for_tests(), &host, &opts)
             .err()
             .expect("no bundle");
         let took = started.elapsed();
@@ -271,7 +280,7 @@ mod tests {
             "the join went on while the lock was held ({took:?}): {err:#}"
         );
         assert!(format!("{err:#}").contains("no-such-bundle"), "{err:#}");
-        let err = sync(&host).unwrap_err();
+        let err = sync(crate::recipes::for_tests(), &host).unwrap_err();
         assert!(
             format!("{err:#}").contains("run `dcn join` first"),
             "{err:#}"
@@ -280,6 +289,7 @@ mod tests {
 
     #[test]
     fn only_changed_drop_ins_are_written_and_only_their_units_restart_once() {
+        let recipes = crate::recipes::for_tests();
         let root = tempfile::tempdir().unwrap();
         // The drop-ins belong to the services' groups.
         std::fs::create_dir_all(root.path().join("etc")).unwrap();
@@ -291,7 +301,6 @@ mod tests {
         std::fs::write(root.path().join("etc/group"), "root:x:0:\nnova:x:64060:\n").unwrap();
         let runner = Arc::new(RecordingRunner::default());
         let host = Host::with_runner(root.path(), runner.clone(), false);
-        let recipes = crate::recipes::catalogue::embedded();
         let path = "/etc/nova/nova-compute.conf.d/90-custom.conf";
 
         let s = apply(
@@ -329,10 +338,10 @@ mod tests {
 
     #[test]
     fn invalid_ini_or_an_unknown_service_changes_nothing() {
+        let recipes = crate::recipes::for_tests();
         let root = tempfile::tempdir().unwrap();
         let runner = Arc::new(RecordingRunner::default());
         let host = Host::with_runner(root.path(), runner.clone(), false);
-        let recipes = crate::recipes::catalogue::embedded();
         let good = ("novaCompute", "[DEFAULT]\ndebug = true\n");
         for bad in [
             ("ovnMetadataAgent", "debug = true\n"),

@@ -19,6 +19,7 @@ use crate::deployment::Deployment;
 use crate::engine::Stopwatch;
 use crate::host::Host;
 use crate::pki::Pin;
+use crate::recipes::Recipes;
 use crate::types::PackageSource;
 use crate::wire::Phase;
 use anyhow::{Result, bail};
@@ -89,21 +90,23 @@ impl Timer {
 
 /// Join this host to the control plane the bundle names, reporting each
 /// step to it (best effort), and the failure if it fails.
-pub fn join(host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
+pub fn join(recipes: &Recipes, host: &Host, opts: &JoinOptions) -> Result<JoinReport> {
     let mut timer = Timer {
         watch: Stopwatch::new(),
         reporter: Reporter::off(),
     };
     let _lock = node_lock(host)?;
     let previous = Deployment::load(&host.files)?;
-    let bundle = timer.step("verify the bundle", || verify(opts, previous.as_ref()))?;
+    let bundle = timer.step("verify the bundle", || {
+        verify(recipes, opts, previous.as_ref())
+    })?;
     let hostname = edge::hostname(host, opts.hostname.as_deref(), previous.as_ref())?;
     timer.reporter = edge::reporter(host, &bundle, &hostname);
     if std::env::var_os(FIRSTBOOT_ENV).is_some() {
         timer.reporter.phase(Phase::FirstBoot, None);
     }
     timer.reporter.phase(Phase::JoinStarted, None);
-    let result = join_verified(host, opts, &mut timer, &bundle, previous, hostname);
+    let result = join_verified(recipes, host, opts, &mut timer, &bundle, previous, hostname);
     match &result {
         // The centre records `placed` once it sees both planes up too.
         Ok(_) => timer.reporter.phase(Phase::JoinFinished, None),
@@ -130,6 +133,7 @@ fn node_lock(host: &Host) -> Result<crate::host::lock::FileLock> {
 }
 
 fn join_verified(
+    recipes: &Recipes,
     host: &Host,
     opts: &JoinOptions,
     timer: &mut Timer,
@@ -143,7 +147,7 @@ fn join_verified(
     tracing::info!("joining {hostname} ({address}) to site {site}");
 
     timer.step("preflight", || {
-        edge::preflight(host, &opts.ignore_preflight, rejoined)
+        edge::preflight(recipes, host, &opts.ignore_preflight, rejoined)
     })?;
     let client = JoinClient::new(
         bundle.manifest.control_plane.join_endpoint.as_str(),
@@ -156,15 +160,22 @@ fn join_verified(
     // The reports sent with the join token must reach the centre before
     // the join does: after it, only the node secret is taken.
     let credentials = timer.step_after_reports("join the site", || {
-        edge::request(
-            host, &client, bundle, &hostname, address, rejoined, deadline,
-        )
+        let kept = if rejoined {
+            edge::kept(recipes, &host.files)?
+        } else {
+            None
+        };
+        match kept {
+            Some(credentials) => Ok(credentials),
+            None => edge::request(recipes, host, &client, bundle, &hostname, address, deadline),
+        }
     })?;
     timer
         .reporter
         .use_credential(credentials.node_secret.clone());
     timer.step("install and configure the compute services", || {
         edge::deploy(
+            recipes,
             host,
             bundle,
             &credentials,
@@ -191,12 +202,16 @@ fn join_verified(
 /// Verify the bundle. A host that already joined the bundle's site may
 /// re-run with the same bundle after it expired (to converge); anything else
 /// needs a valid one.
-fn verify(opts: &JoinOptions, previous: Option<&Deployment>) -> Result<VerifiedBundle> {
+fn verify(
+    recipes: &Recipes,
+    opts: &JoinOptions,
+    previous: Option<&Deployment>,
+) -> Result<VerifiedBundle> {
     let lenient = ReadOptions {
         check_expiry: false,
         ..ReadOptions::new().with_pin(opts.ca_pin.clone())
     };
-    let bundle = read_bundle_file(&opts.bundle, &lenient)?;
+    let bundle = read_bundle_file(recipes, &opts.bundle, &lenient)?;
     let site = bundle.manifest.site.to_string();
     match previous {
         Some(d) if d.roles.iter().any(|r| r == "controller") => {
@@ -216,6 +231,7 @@ fn verify(opts: &JoinOptions, previous: Option<&Deployment>) -> Result<VerifiedB
     if !joined {
         // Expiry, checked now (the first read skipped it).
         read_bundle_file(
+            recipes,
             &opts.bundle,
             &ReadOptions::new().with_pin(opts.ca_pin.clone()),
         )?;

@@ -24,6 +24,7 @@ use crate::host::{FileSpec, Host};
 use crate::paths::PUBLIC_CA;
 use crate::pki::{CertInfo, Pin};
 use crate::pki::{join_pem, split_pem};
+use crate::recipes::Recipes;
 use crate::wire::{CA_PATH, CertificateCheck, CertificateReply, MAX_TRUSTED_CAS, TrustedCas};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -102,6 +103,7 @@ pub enum When {
 /// Check with the centre when `when` says, renew when due, and install
 /// what changed. `None`: not time yet.
 pub(crate) fn check(
+    recipes: &Recipes,
     host: &Host,
     client: &JoinClient,
     hostname: &str,
@@ -197,7 +199,7 @@ pub(crate) fn check(
             tracing::warn!("the CAs this node trusts now were not reported: {e:#}");
         }
     }
-    done.installed = install_node_copies(host)?;
+    done.installed = install_node_copies(recipes, host)?;
     save_state(host, &reply, unix)?;
     Ok(Some(done))
 }
@@ -250,11 +252,10 @@ fn install_trust(host: &Host, cas: &[String]) -> Result<bool> {
 
 /// Bring the copies the recipes name up to date (the node certificate and
 /// the CA file of the services that use them).
-fn install_node_copies(host: &Host) -> Result<Vec<Installed>> {
+fn install_node_copies(recipes: &Recipes, host: &Host) -> Result<Vec<Installed>> {
     let deployment = Deployment::load(&host.files)?
         .context("this host has not joined a control plane: run `dcn join` first")?;
-    let recipes = crate::recipes::Recipes::embedded()?;
-    install(host, &recipes, &deployment, &NodeCerts)
+    install(host, recipes, &deployment, &NodeCerts)
 }
 
 fn save_state(host: &Host, reply: &CertificateReply, unix: u64) -> Result<()> {
@@ -276,7 +277,7 @@ fn save_state(host: &Host, reply: &CertificateReply, unix: u64) -> Result<()> {
 /// (`dcn ca status`), proves the service holds a certificate of that CA by
 /// connecting again trusting only them, then installs them and checks the
 /// node's certificate.
-pub fn trust_ca(host: &Host, pin: &Pin) -> Result<Checked> {
+pub fn trust_ca(recipes: &Recipes, host: &Host, pin: &Pin) -> Result<Checked> {
     let (deployment, creds, endpoint) = node_state(host)?;
     let endpoint = endpoint.trim_end_matches('/');
     let unverified = crate::tls::unverified_http_client(Duration::from_secs(30))?;
@@ -306,18 +307,28 @@ pub fn trust_ca(host: &Host, pin: &Pin) -> Result<Checked> {
         .health()
         .context("the join service does not hold a certificate of the pinned CA")?;
     install_trust(host, &cas)?;
-    let mut done =
-        check(host, &client, &deployment.hostname, &creds, When::Now)?.expect("a check now runs");
+    let mut done = check(
+        recipes,
+        host,
+        &client,
+        &deployment.hostname,
+        &creds,
+        When::Now,
+    )?
+    .expect("a check now runs");
     done.trust_changed = true;
     Ok(done)
 }
 
 /// `dcn cert renew [--force]` on an edge: check now (and renew whether due
 /// or not with `force`).
-pub fn check_now(host: &Host, force: bool) -> Result<Checked> {
+pub fn check_now(recipes: &Recipes, host: &Host, force: bool) -> Result<Checked> {
     let (deployment, creds, client) = connect(host)?;
     let when = if force { When::Renew } else { When::Now };
-    Ok(check(host, &client, &deployment.hostname, &creds, when)?.expect("a check now runs"))
+    Ok(
+        check(recipes, host, &client, &deployment.hostname, &creds, when)?
+            .expect("a check now runs"),
+    )
 }
 
 /// This node's record, credentials and join service.

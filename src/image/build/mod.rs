@@ -82,7 +82,11 @@ pub struct BuildReport {
 }
 
 /// Build the ISO. Needs root (debootstrap, chroot, mounts).
-pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
+pub fn build(
+    recipes: &crate::recipes::Recipes,
+    runner: &dyn Runner,
+    opts: &BuildOptions,
+) -> Result<BuildReport> {
     let started = Instant::now();
     let recipe = RecipeDir::load(&opts.recipe)?;
     let r = &recipe.recipe;
@@ -93,7 +97,6 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
             .context("SOURCE_DATE_EPOCH must be seconds since 1970")?,
         Err(_) => r.source_date_epoch,
     };
-    let recipes = crate::recipes::Recipes::embedded()?;
     let roles: Vec<&str> = r.roles.iter().map(String::as_str).collect();
     let mut packages = recipes.packages_for_roles(&roles)?;
     packages.extend(r.packages.iter().cloned());
@@ -104,7 +107,7 @@ pub fn build(runner: &dyn Runner, opts: &BuildOptions) -> Result<BuildReport> {
         .iter()
         .flat_map(|s| s.debconf.iter().cloned())
         .collect();
-    let disable_units = units_off_until_join(&recipes, r)?;
+    let disable_units = units_off_until_join(recipes, r)?;
 
     let cache = &opts.cache;
     let debs = cache.join("debs");

@@ -8,8 +8,8 @@ use crate::recipes::Recipes;
 
 /// The TCP ports a role listens on, and which service: read from the
 /// recipes of its roles, plus the join service's configurable port.
-pub fn required_ports(role: Role, params: &Params) -> Vec<(u16, String)> {
-    required_ports_in(crate::recipes::catalogue::embedded(), role, params)
+pub fn required_ports(recipes: &Recipes, role: Role, params: &Params) -> Vec<(u16, String)> {
+    required_ports_in(recipes, role, params)
 }
 
 /// [`required_ports`] from the given recipes.
@@ -28,7 +28,12 @@ pub fn required_ports_in(recipes: &Recipes, role: Role, params: &Params) -> Vec<
     ports
 }
 
-pub(super) fn check_ports(role: Role, facts: &Facts, params: &Params) -> CheckResult {
+pub(super) fn check_ports(
+    recipes: &Recipes,
+    role: Role,
+    facts: &Facts,
+    params: &Params,
+) -> CheckResult {
     const NAME: &str = "ports";
     let listeners = match facts.listeners.get() {
         Ok(l) => l,
@@ -37,7 +42,7 @@ pub(super) fn check_ports(role: Role, facts: &Facts, params: &Params) -> CheckRe
             return CheckResult::unknown(NAME, "the listening sockets", why, fix);
         }
     };
-    let required = required_ports(role, params);
+    let required = required_ports(recipes, role, params);
     let mut taken = Vec::new();
     let mut busy = Vec::new();
     for (port, what) in &required {

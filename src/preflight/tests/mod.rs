@@ -49,7 +49,7 @@ pub(super) fn check(role: Role, facts: &Facts, name: &str) -> CheckResult {
 }
 
 pub(super) fn check_with(role: Role, facts: &Facts, params: &Params, name: &str) -> CheckResult {
-    evaluate(role, facts, params)
+    evaluate(crate::recipes::for_tests(), role, facts, params)
         .into_iter()
         .find(|c| c.name == name)
         .unwrap()

@@ -79,18 +79,22 @@ fn the_join_port_follows_the_config() {
 
 #[test]
 fn required_ports_per_role() {
-    let standalone = required_ports(Role::Standalone, &Params::default());
+    let standalone = required_ports(
+        crate::recipes::for_tests(),
+        Role::Standalone,
+        &Params::default(),
+    );
     assert_eq!(standalone.len(), 15);
     let no_compute = Params {
         compute: false,
         ..Params::default()
     };
     assert!(
-        !required_ports(Role::Standalone, &no_compute)
+        !required_ports(crate::recipes::for_tests(), Role::Standalone, &no_compute)
             .iter()
             .any(|(p, _)| *p == 6640)
     );
-    let edge: Vec<u16> = required_ports(Role::Edge, &no_compute)
+    let edge: Vec<u16> = required_ports(crate::recipes::for_tests(), Role::Edge, &no_compute)
         .iter()
         .map(|(p, _)| *p)
         .collect();

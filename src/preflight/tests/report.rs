@@ -22,6 +22,7 @@ fn ignore_list_is_validated() {
     ));
     assert!(
         run(
+            crate::recipes::for_tests(),
             Role::Edge,
             Path::new("/nonexistent"),
             &Params::default(),
@@ -42,10 +43,17 @@ fn broken() -> Facts {
 
 #[test]
 fn ignored_errors_become_warnings_marked_ignored() {
-    let r = Report::new(Role::Standalone, broken(), &Params::default(), vec![]);
+    let r = Report::new(
+        crate::recipes::for_tests(),
+        Role::Standalone,
+        broken(),
+        &Params::default(),
+        vec![],
+    );
     assert!(r.has_errors());
 
     let r = Report::new(
+        crate::recipes::for_tests(),
         Role::Standalone,
         broken(),
         &Params::default(),
@@ -56,12 +64,19 @@ fn ignored_errors_become_warnings_marked_ignored() {
     assert_eq!(systemd.status, Status::Ignored);
 
     let ignore = parse_ignore(&["systemd,cpus,root".into()]).unwrap();
-    let r = Report::new(Role::Standalone, broken(), &Params::default(), ignore);
+    let r = Report::new(
+        crate::recipes::for_tests(),
+        Role::Standalone,
+        broken(),
+        &Params::default(),
+        ignore,
+    );
     assert!(!r.has_errors());
     let root = r.checks.iter().find(|c| c.name == "root").unwrap();
     assert_eq!(root.status, Status::Pass, "a passing check stays passed");
 
     let r = Report::new(
+        crate::recipes::for_tests(),
         Role::Standalone,
         broken(),
         &Params::default(),
@@ -79,6 +94,7 @@ fn ignored_errors_become_warnings_marked_ignored() {
 #[test]
 fn text_and_json_output() {
     let r = Report::new(
+        crate::recipes::for_tests(),
         Role::Standalone,
         broken(),
         &Params::default(),
@@ -110,7 +126,13 @@ fn text_and_json_output() {
     assert_eq!(json["facts"]["cpus"], 1);
     assert_eq!(json["facts"]["kvm_device"]["state"], "usable");
 
-    let good = Report::new(Role::Edge, good(), &Params::default(), vec![]);
+    let good = Report::new(
+        crate::recipes::for_tests(),
+        Role::Edge,
+        good(),
+        &Params::default(),
+        vec![],
+    );
     assert_eq!(
         good.to_string().lines().last().unwrap(),
         "edge preflight: 9 passed, 0 warnings, 0 errors, 0 ignored"
@@ -120,8 +142,14 @@ fn text_and_json_output() {
         address: ip("127.0.1.1"),
         text: "127.0.1.1 x".into(),
     }];
-    let unknown =
-        serde_json::to_value(Report::new(Role::Edge, f, &Params::default(), vec![])).unwrap();
+    let unknown = serde_json::to_value(Report::new(
+        crate::recipes::for_tests(),
+        Role::Edge,
+        f,
+        &Params::default(),
+        vec![],
+    ))
+    .unwrap();
     assert!(
         unknown["facts"]["os"]["unknown"]
             .as_str()

@@ -122,7 +122,15 @@ fn unknown_sizes_are_warnings_that_say_why() {
 #[test]
 fn virtualization_kvm_or_qemu() {
     let mut f = good();
-    let report = |f: &Facts| Report::new(Role::Edge, f.clone(), &Params::default(), vec![]);
+    let report = |f: &Facts| {
+        Report::new(
+            crate::recipes::for_tests(),
+            Role::Edge,
+            f.clone(),
+            &Params::default(),
+            vec![],
+        )
+    };
     assert_eq!(report(&f).virt_type(), "kvm");
     let c = check(Role::Edge, &f, "virtualization");
     assert_eq!((c.status, c.severity), (Status::Pass, Severity::Warning));

@@ -6,7 +6,12 @@ use crate::preflight::sources;
 #[test]
 fn a_good_host_passes_everything_in_check_order() {
     for role in [Role::Standalone, Role::Edge] {
-        let checks = evaluate(role, &good(), &Params::default());
+        let checks = evaluate(
+            crate::recipes::for_tests(),
+            role,
+            &good(),
+            &Params::default(),
+        );
         let names: Vec<&str> = checks.iter().map(|c| c.name).collect();
         assert_eq!(names, CHECK_NAMES);
         for c in &checks {

@@ -58,9 +58,9 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
     )]);
     let manifest = sample_manifest(&recipes, &custom);
     assert_eq!(manifest.custom_service_config, custom);
-    let refused = manifest.validate().unwrap_err();
+    let refused = manifest.validate(crate::recipes::for_tests()).unwrap_err();
     assert_eq!(refused.path, "customServiceConfig.cinderVolume");
-    let known = manifest.validate_with(&recipes).unwrap_err();
+    let known = manifest.validate(&recipes).unwrap_err();
     assert_eq!(
         known.path, "members",
         "only the digests write_bundle adds are missing"

@@ -5,6 +5,7 @@
 
 use super::super::error::BackupError;
 use super::{FORMAT_VERSION, MAX_NAME};
+use crate::recipes::Recipes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -101,7 +102,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 
 /// The format version first, so a newer backup is refused as newer (with
 /// what to run) rather than with a field this dcn does not know.
-pub(super) fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BackupError> {
+pub(super) fn parse_manifest(recipes: &Recipes, bytes: &[u8]) -> Result<Manifest, BackupError> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Head {
@@ -132,19 +133,19 @@ pub(super) fn parse_manifest(bytes: &[u8]) -> Result<Manifest, BackupError> {
         )));
     }
     for f in &manifest.files {
-        check_path(&f.path)?;
+        check_path(recipes, &f.path)?;
     }
     for d in &manifest.dirs {
-        check_path(&d.path)?;
+        check_path(recipes, &d.path)?;
     }
     Ok(manifest)
 }
 
 /// A path a backup may put a file at: absolute, plain, under the places a
 /// backup holds.
-fn check_path(path: &str) -> Result<(), BackupError> {
+fn check_path(recipes: &Recipes, path: &str) -> Result<(), BackupError> {
     let plain = path.starts_with('/') && check_name(&path[1..]).is_ok();
-    let roots = crate::centre::backup::restorable_roots();
+    let roots = crate::centre::backup::restorable_roots(recipes);
     if !plain
         || !roots
             .iter()

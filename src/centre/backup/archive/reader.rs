@@ -9,6 +9,7 @@ use super::{
     check_name,
 };
 use crate::pki::Pin;
+use crate::recipes::Recipes;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -27,17 +28,19 @@ pub struct Verified {
 /// then the manifest and its signature checked, and the CA against `pin`
 /// when given. Nothing else is written anywhere.
 pub fn read(
+    recipes: &Recipes,
     path: &Path,
     extract_to: Option<&Path>,
     pin: Option<&Pin>,
 ) -> Result<Verified, BackupError> {
     let file = crate::host::read::open(path, &crate::host::read::ReadSpec::up_to(u64::MAX))
         .map_err(|e| BackupError::Open(format!("{e:#}")))?;
-    read_stream(file, extract_to, pin)
+    read_stream(recipes, file, extract_to, pin)
 }
 
 /// [`read`] from a stream (the fuzz target's entry point).
 pub fn read_stream(
+    recipes: &Recipes,
     input: impl Read,
     extract_to: Option<&Path>,
     pin: Option<&Pin>,
@@ -62,7 +65,7 @@ pub fn read_stream(
         (passed.manifest).ok_or_else(|| BackupError::Truncated("it has no manifest".into()))?;
     let signature =
         (passed.signature).ok_or_else(|| BackupError::Truncated("it has no signature".into()))?;
-    let manifest = parse_manifest(&manifest_bytes)?;
+    let manifest = parse_manifest(recipes, &manifest_bytes)?;
     check_members(&manifest, &passed.members)?;
     let ca_cert = passed.ca_cert.ok_or_else(|| {
         BackupError::Manifest("it holds no CA certificate (var/lib/dcn/pki/ca.crt)".into())

@@ -12,12 +12,12 @@ const SITE: &str = "apiVersion: dcn/v1alpha1\nkind: SiteConfig\nsite: edge1\nser
 
 #[test]
 fn node_beats_site_beats_control_plane_key_by_key_with_origins() {
-    let recipes = crate::recipes::catalogue::embedded();
+    let recipes = crate::recipes::for_tests();
     let cp = BTreeMap::from([(
         "novaCompute".to_string(),
         ini("[DEFAULT]\ndebug = false\nreserved_host_memory_mb = 256\n"),
     )]);
-    let site = parse_site_config(SITE, "s.yaml").unwrap();
+    let site = parse_site_config(crate::recipes::for_tests(), SITE, "s.yaml").unwrap();
     let n1 = &resolve(recipes, &cp, &site, "edge1-n1")["novaCompute"];
     assert_eq!(n1.path, "/etc/nova/nova-compute.conf.d/90-custom.conf");
     let parsed = Ini::parse(&n1.text).unwrap();
@@ -48,13 +48,13 @@ fn node_beats_site_beats_control_plane_key_by_key_with_origins() {
 
 #[test]
 fn the_plan_shows_only_the_nodes_whose_drop_in_changes() {
-    let recipes = crate::recipes::catalogue::embedded();
+    let recipes = crate::recipes::for_tests();
     let node = |h: &str| NodeRecord {
         joined_at: String::new(),
         ..NodeRecord::for_test(h, "edge1", super::super::NodeState::Placed)
     };
     let site: SiteName = "edge1".parse().unwrap();
-    let before = parse_site_config(SITE, "s.yaml").unwrap();
+    let before = parse_site_config(crate::recipes::for_tests(), SITE, "s.yaml").unwrap();
     let mut after = before.clone();
     // Only edge1-n1's override changes.
     let n1 = after.nodes.values_mut().next().unwrap();
@@ -83,7 +83,7 @@ fn the_plan_shows_only_the_nodes_whose_drop_in_changes() {
 
 #[test]
 fn a_value_keeps_its_first_place_in_the_file_and_origins_read_in_that_order() {
-    let recipes = crate::recipes::catalogue::embedded();
+    let recipes = crate::recipes::for_tests();
     let layer = |from: &str, text| Layer {
         from: from.to_string(),
         texts: BTreeMap::from([("novaCompute", text)]),
@@ -150,7 +150,7 @@ fn node_dry_run(n: usize, one_section: bool) -> std::time::Duration {
             layer("node edge1-n1", "[node]\nk = x\n"),
         ]
     }
-    let recipes = crate::recipes::catalogue::embedded();
+    let recipes = crate::recipes::for_tests();
     (0..3)
         .map(|_| {
             let start = cpu_time();

@@ -22,7 +22,11 @@ pub struct NodeView {
     pub services: BTreeMap<String, Resolved>,
 }
 
-pub fn node_view(files: &crate::host::Files, hostname: &str) -> Result<NodeView> {
+pub fn node_view(
+    recipes: &crate::recipes::Recipes,
+    files: &crate::host::Files,
+    hostname: &str,
+) -> Result<NodeView> {
     let registry = Registry::new(files);
     let node = registry.node(hostname)?.ok_or_else(|| {
         anyhow::anyhow!("there is no joined node {hostname:?}; `dcn node list` shows the nodes")
@@ -32,12 +36,7 @@ pub fn node_view(files: &crate::host::Files, hostname: &str) -> Result<NodeView>
     let cp = crate::deployment::saved_config(files)?
         .services
         .custom_configs();
-    let services = resolve(
-        crate::recipes::catalogue::embedded(),
-        &cp,
-        &revision.config,
-        hostname,
-    );
+    let services = resolve(recipes, &cp, &revision.config, hostname);
     Ok(NodeView {
         hostname: node.hostname.clone(),
         site: node.site.clone(),

@@ -47,6 +47,7 @@ impl CertSource for NodeCerts {
 /// Write the host's view of the control plane (hosts entries, the CA),
 /// then install, configure and start the compute services.
 pub fn deploy(
+    recipes: &Recipes,
     host: &Host,
     bundle: &VerifiedBundle,
     creds: &Credentials,
@@ -62,8 +63,6 @@ pub fn deploy(
         &FileSpec::public(),
     )?;
     write_hosts(files, bundle)?;
-
-    let recipes = Recipes::embedded()?;
     let services: Vec<String> = recipes
         .services_for_roles(&["edge"])?
         .iter()
@@ -86,7 +85,7 @@ pub fn deploy(
         &FileSpec::public(),
     )?;
     let plan = Plan {
-        recipes,
+        recipes: recipes.clone(),
         services: services.clone(),
         values,
         custom_config: custom,

@@ -6,6 +6,7 @@
 use crate::bundle::VerifiedBundle;
 use crate::edge::join::client::JoinClient;
 use crate::host::{FileSpec, Files, Host};
+use crate::recipes::Recipes;
 use crate::secrets::Secret;
 use crate::wire::{JoinRequest, SiteCredential};
 use anyhow::{Context, Result, bail};
@@ -45,7 +46,7 @@ impl Credentials {
 
     /// Every credential this dcn's edge recipes declare is here, and is a
     /// user exactly when the recipe says so.
-    fn check(&self, recipes: &crate::recipes::Recipes) -> Result<()> {
+    fn check(&self, recipes: &Recipes) -> Result<()> {
         for (name, c) in recipes.site_credentials()? {
             if self.get(name)?.username.is_some() != c.is_account() {
                 bail!(
@@ -60,7 +61,7 @@ impl Credentials {
     /// What the join service would give `hostname` of `site` under
     /// `recipes`, with made-up passwords (`<name>-pw`).
     #[cfg(test)]
-    pub(crate) fn sample(recipes: &crate::recipes::Recipes, site: &str, hostname: &str) -> Self {
+    pub(crate) fn sample(recipes: &Recipes, site: &str, hostname: &str) -> Self {
         let credentials = (recipes.site_credentials().unwrap().into_iter())
             .map(|(name, c)| {
                 let username = c
@@ -103,36 +104,43 @@ impl Credentials {
     }
 }
 
-/// Join the site (or, when this host joined it before, reuse the stored
-/// credentials), and keep what the reply carries.
+/// The credentials this host kept from joining its site before, when
+/// they still hold all that `recipes` declare.
+pub fn kept(recipes: &Recipes, files: &Files) -> Result<Option<Credentials>> {
+    let Some(c) = Credentials::load(files)? else {
+        return Ok(None);
+    };
+    if !files.exists(NODE_CERT)? {
+        return Ok(None);
+    }
+    // A dcn whose recipes declare more than it was given (an upgrade that
+    // added an edge service) asks again, with the same key.
+    match c.check(recipes) {
+        Ok(()) => {
+            tracing::info!(
+                "    this host joined site {} before; keeping its credentials",
+                c.site
+            );
+            Ok(Some(c))
+        }
+        Err(e) => {
+            tracing::info!("    asking the join service again: {e:#}");
+            Ok(None)
+        }
+    }
+}
+
+/// Join the site, and keep what the reply carries.
 pub fn request(
+    recipes: &Recipes,
     host: &Host,
     client: &JoinClient,
     bundle: &VerifiedBundle,
     hostname: &str,
     address: IpAddr,
-    rejoined: bool,
     deadline: Instant,
 ) -> Result<Credentials> {
     let files = &host.files;
-    let recipes = crate::recipes::Recipes::embedded()?;
-    if rejoined
-        && let Some(c) = Credentials::load(files)?
-        && files.exists(NODE_CERT)?
-    {
-        // A dcn whose recipes declare more than it was given (an upgrade
-        // that added an edge service) asks again, with the same key.
-        match c.check(&recipes) {
-            Ok(()) => {
-                tracing::info!(
-                    "    this host joined site {} before; keeping its credentials",
-                    c.site
-                );
-                return Ok(c);
-            }
-            Err(e) => tracing::info!("    asking the join service again: {e:#}"),
-        }
-    }
     // The node's key is made here and never leaves the host. It is kept
     // before the request: a join interrupted after the control plane
     // recorded this host can only be repeated with the same key.
@@ -199,7 +207,7 @@ pub fn request(
         node_secret: Secret::new(reply.node_secret),
         credentials: reply.credentials,
     };
-    creds.check(&recipes)?;
+    creds.check(recipes)?;
     files.write(
         NODE_CERT,
         reply.node_certificate.as_bytes(),

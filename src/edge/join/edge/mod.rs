@@ -13,8 +13,8 @@ pub(crate) use compute::NodeCerts;
 pub(crate) use compute::values;
 #[cfg(test)]
 pub(in crate::edge::join) use credentials::CREDENTIALS;
-pub use credentials::request;
 pub(crate) use credentials::{Credentials, NODE_CERT, NODE_KEY, csr};
+pub use credentials::{kept, request};
 
 use super::client::JoinClient;
 use crate::bundle::VerifiedBundle;
@@ -86,12 +86,18 @@ pub fn address(option: Option<IpAddr>, previous: Option<&Deployment>) -> Result<
 }
 
 /// The edge preflight; errors stop the join (ports once joined are ours).
-pub fn preflight(host: &Host, ignore: &[String], rejoined: bool) -> Result<()> {
+pub fn preflight(
+    recipes: &crate::recipes::Recipes,
+    host: &Host,
+    ignore: &[String],
+    rejoined: bool,
+) -> Result<()> {
     let mut ignore = ignore.to_vec();
     if rejoined {
         ignore.push("ports".into());
     }
     let report = crate::preflight::run(
+        recipes,
         crate::preflight::Role::Edge,
         host.files.root(),
         &Default::default(),
