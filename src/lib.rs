@@ -39,8 +39,9 @@
 //!   deployed ([`deployment`]);
 //! - the operator's config files ([`config`]) and the service catalogue
 //!   ([`recipes`]);
-//! - clients of what dcn drives: BMCs ([`bmc`]), OpenStack's APIs
-//!   ([`openstack`]), OVN's databases ([`ovn`]);
+//! - clients of what dcn drives: BMCs ([`bmc`]), and everything that
+//!   speaks to OpenStack's services, RabbitMQ, MariaDB and OVN's
+//!   southbound, behind the traits of one module ([`openstack`]);
 //! - TLS and the CA ([`tls`], [`pki`]), the control plane's passwords
 //!   ([`passwords`]), YAML read with limits and located errors ([`yaml`]),
 //!   INI files ([`ini`]), input read within a bound ([`io`]);
@@ -67,7 +68,6 @@ pub mod io;
 pub mod lab;
 pub mod logging;
 pub mod openstack;
-pub mod ovn;
 pub mod passwords;
 pub mod paths;
 pub mod pki;

@@ -209,7 +209,7 @@ pub(crate) fn hand_over(lab: &Lab, from: &str, to: &str, path: &str) {
 /// privileges on its databases only, survives being made twice, and is
 /// gone once removed.
 fn node_database_account(lab: &Lab) {
-    use dcn::centre::sites::provision::{ensure_database_account, remove_database_account};
+    use dcn::openstack::database::{ensure_user, remove_user};
     let state = dcn::lab::LabState::load(&lab.dir).unwrap().unwrap();
     let init = state.host("cp").unwrap().init_pid.unwrap();
     let cp = dcn::host::Host::with_runner(
@@ -220,8 +220,8 @@ fn node_database_account(lab: &Lab) {
     let user = "dcn-lab-db-edge9";
     let password = dcn::secrets::Secret::new("Lab0db0password0edge9");
     let databases = ["nova".to_string()];
-    ensure_database_account(&cp, user, &password, &databases).unwrap();
-    ensure_database_account(&cp, user, &password, &databases).unwrap();
+    ensure_user(&cp, user, &password, &databases).unwrap();
+    ensure_user(&cp, user, &password, &databases).unwrap();
     let sql = |q: &str| lab.ok(&["mysql", "--batch", "--skip-column-names", "-e", q]);
     assert_eq!(
         sql(&format!(
@@ -259,7 +259,7 @@ fn node_database_account(lab: &Lab) {
         !plain.status.success(),
         "a node's database user cannot log in without TLS"
     );
-    remove_database_account(&cp, user).unwrap();
+    remove_user(&cp, user).unwrap();
     assert_eq!(
         sql(&format!(
             "SELECT COUNT(*) FROM mysql.user WHERE User='{user}'"
@@ -267,7 +267,7 @@ fn node_database_account(lab: &Lab) {
         .trim(),
         "0"
     );
-    remove_database_account(&cp, user).unwrap();
+    remove_user(&cp, user).unwrap();
 }
 
 fn probe(lab: &Lab, host: &str, other_chassis: &str) -> BTreeMap<String, (String, String)> {

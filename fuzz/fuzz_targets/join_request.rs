@@ -8,7 +8,7 @@
 #![no_main]
 
 use dcn::bundle::JoinToken;
-use dcn::centre::sites::accounts::NodeAccounts;
+use dcn::openstack::accounts::NodeAccounts;
 use dcn::centre::sites::{Registry, Site, TokenRecord};
 use dcn::host::{FileSpec, Files, Host};
 use dcn::passwords::PasswordStore;
@@ -25,7 +25,7 @@ const TOKEN: &str = "fuzzed.abcdefghijklmnopqrstuvwxyz012345";
 
 struct Counted;
 
-impl dcn::centre::sites::reserved::ComputeHosts for Counted {
+impl dcn::openstack::compute::ComputeHosts for Counted {
     fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
         Ok(hostname == "cp")
     }

@@ -186,3 +186,30 @@ pub fn ensure_endpoints(
     }
     Ok(())
 }
+/// Create or update a node's keystone user in the `service` project with
+/// the `service` role only: not `admin`, which under Zed's policies is
+/// admin of the whole cloud. What nova-compute does with it (report to
+/// placement, bind ports, read the networks of its guests) the `service`
+/// role may do through the policy drop-ins of the placement and neutron
+/// recipes (docs/security.md). A user an older dcn made keeps no `admin`.
+pub fn ensure_node_user(cloud: &Cloud, user: &str, password: &Secret) -> Result<()> {
+    let project = ensure_project(cloud, "service", "OpenStack services")?;
+    let user = ensure_user(cloud, user, password, &project)?;
+    let service = ensure_role(cloud, "service")?;
+    grant(cloud, &project, &user, &service)?;
+    let admin = ensure_role(cloud, "admin")?;
+    revoke(cloud, &project, &user, &admin)
+}
+
+/// Delete a keystone user, if it exists; keystone then refuses its tokens.
+pub fn remove_user(cloud: &Cloud, user: &str) -> Result<()> {
+    let v = cloud.get("identity", &format!("/users?name={user}&domain_id=default"))?;
+    if let Some(id) = v["users"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(|u| u["id"].as_str())
+    {
+        cloud.request(Method::DELETE, "identity", &format!("/users/{id}"), None)?;
+    }
+    Ok(())
+}

@@ -1,213 +1,56 @@
-//! A small OpenStack REST client: keystone password authentication, the
-//! service catalog, and JSON requests with bounded retries (a transient
-//! `RemoteDisconnected` from nova-api was seen in the lab). One process
-//! making HTTP calls replaces dozens of `openstack` CLI runs (1.5–3 s each).
+//! Everything dcn says to OpenStack and the services under it: keystone,
+//! nova, placement, RabbitMQ, MariaDB and the OVN southbound. The rest of
+//! dcn reaches them through the traits here (and the recipes, which say
+//! what each service needs); no other module speaks their protocols or
+//! runs their command-line tools for a node.
+//!
+//! - [`client`]: the REST client (keystone login, catalog, JSON requests).
+//! - [`identity`]: keystone users, projects, roles and endpoints.
+//! - [`compute`]: nova and placement as [`compute::ComputeCloud`]: site
+//!   zones, placing and removing hosts, their compute services' state.
+//! - [`southbound`]: the OVN southbound as [`southbound::Southbound`]:
+//!   chassis that answer, cutting a chassis off, the options neutron reads.
+//! - [`messaging`] and [`database`]: a node's RabbitMQ and MariaDB users.
+//! - [`accounts`]: a node's users across all of them, as
+//!   [`accounts::NodeAccounts`].
 
+pub mod accounts;
+pub mod client;
+pub mod compute;
+pub mod database;
 pub mod identity;
+pub mod messaging;
+pub mod southbound;
 
-use crate::secrets::Secret;
-use anyhow::{Context, Result, bail};
-use reqwest::Method;
-use reqwest::blocking::{Client, Response};
-use serde_json::{Value, json};
-use std::time::Duration;
+pub use client::{ApiError, Cloud, Credentials};
 
-/// Attempts of a request that fails with a connection error or a 5xx.
-const ATTEMPTS: u32 = 4;
+use serde::Serialize;
 
-/// Credentials to log in with.
-#[derive(Debug, Clone)]
-pub struct Credentials {
-    pub auth_url: String,
-    pub username: String,
-    pub password: Secret,
-    pub project: String,
-    pub region: String,
-    /// Catalog interface to call: `internal` (the control plane's own
-    /// loopback endpoints) or `public` (TLS, as edges and clients see it).
-    pub interface: String,
+/// One plane's view of a node: its compute service (the control path) or
+/// its OVN chassis (the data path its guests' network depends on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlaneState {
+    /// Reports and answers.
+    Up,
+    /// Known, but not answering (service down, chassis silent).
+    Down,
+    /// Known but switched off by an operator (nova service disabled).
+    Disabled,
+    /// Not registered at all.
+    Missing,
+    /// The control plane could not be asked.
+    Unknown,
 }
 
-/// An authenticated session.
-pub struct Cloud {
-    http: Client,
-    token: Secret,
-    catalog: Value,
-    region: String,
-    interface: String,
-}
-
-/// An HTTP error status from a service, with its body.
-#[derive(Debug, thiserror::Error)]
-#[error("{method} {url} returned {status}: {body}")]
-pub struct ApiError {
-    pub method: String,
-    pub url: String,
-    pub status: u16,
-    pub body: String,
-}
-
-impl Cloud {
-    /// Log in with a password (scoped to `project` in the Default domain).
-    pub fn login(creds: &Credentials, ca_pem: Option<&str>) -> Result<Cloud> {
-        let http = crate::tls::http_client(ca_pem, Duration::from_secs(60))?;
-        let body = json!({"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": creds.username, "domain": {"id": "default"},
-                "password": creds.password.expose()}}},
-            "scope": {"project": {"name": creds.project, "domain": {"id": "default"}}}
-        }});
-        let url = format!("{}/auth/tokens", creds.auth_url.trim_end_matches('/'));
-        let resp = send(&http, Method::POST, &url, None, Some(&body)).with_context(|| {
-            format!(
-                "logging in to keystone at {} as {}",
-                creds.auth_url, creds.username
-            )
-        })?;
-        let token = resp
-            .headers()
-            .get("X-Subject-Token")
-            .and_then(|v| v.to_str().ok())
-            .context("keystone issued no X-Subject-Token")?
-            .to_string();
-        let body: Value = resp.json().context("reading keystone's token response")?;
-        Ok(Cloud {
-            http,
-            token: Secret::new(token),
-            catalog: body["token"]["catalog"].clone(),
-            region: creds.region.clone(),
-            interface: creds.interface.clone(),
-        })
-    }
-
-    /// The token (for a check that one is issued).
-    pub fn token(&self) -> &Secret {
-        &self.token
-    }
-
-    /// Service types in the catalog.
-    pub fn catalog_types(&self) -> Vec<String> {
-        self.catalog
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s["type"].as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// The endpoint of `service_type` in our region and interface.
-    pub fn endpoint(&self, service_type: &str) -> Result<String> {
-        let service = self
-            .catalog
-            .as_array()
-            .and_then(|a| a.iter().find(|s| s["type"] == service_type))
-            .with_context(|| format!("the catalog has no {service_type} service"))?;
-        service["endpoints"]
-            .as_array()
-            .and_then(|e| {
-                e.iter().find(|e| {
-                    e["interface"] == self.interface.as_str()
-                        && e["region_id"] == self.region.as_str()
-                })
-            })
-            .and_then(|e| e["url"].as_str())
-            .map(|u| u.trim_end_matches('/').to_string())
-            .with_context(|| {
-                format!(
-                    "the catalog has no {} {service_type} endpoint in {}",
-                    self.interface, self.region
-                )
-            })
-    }
-
-    /// A JSON request to `service_type`'s endpoint + `path`.
-    pub fn request(
-        &self,
-        method: Method,
-        service_type: &str,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<Value> {
-        let url = format!("{}{path}", self.endpoint(service_type)?);
-        self.request_url(method, &url, body)
-    }
-
-    /// A JSON request to a full URL.
-    pub fn request_url(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value> {
-        let resp = send(&self.http, method, url, Some(&self.token), body)?;
-        if resp.status() == reqwest::StatusCode::NO_CONTENT {
-            return Ok(Value::Null);
-        }
-        let text = resp.text().context("reading a response")?;
-        if text.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_str(&text)
-            .with_context(|| format!("{url} answered with something that is not JSON"))
-    }
-
-    pub fn get(&self, service_type: &str, path: &str) -> Result<Value> {
-        self.request(Method::GET, service_type, path, None)
-    }
-
-    pub fn post(&self, service_type: &str, path: &str, body: &Value) -> Result<Value> {
-        self.request(Method::POST, service_type, path, Some(body))
-    }
-}
-
-/// Send a request, retrying connection errors and 5xx a bounded number of
-/// times; 4xx are returned as [`ApiError`] at once.
-fn send(
-    http: &Client,
-    method: Method,
-    url: &str,
-    token: Option<&Secret>,
-    body: Option<&Value>,
-) -> Result<Response> {
-    let mut last = None;
-    for attempt in 1..=ATTEMPTS {
-        let mut req = http
-            .request(method.clone(), url)
-            .header("Accept", "application/json")
-            // Placement and nova answer with their oldest API version
-            // otherwise; these are the ones dcn's calls need.
-            .header("OpenStack-API-Version", "placement 1.6, compute 2.53");
-        if let Some(t) = token {
-            req = req.header("X-Auth-Token", t.expose());
-        }
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        match req.send() {
-            Ok(r) if r.status().is_server_error() => {
-                let status = r.status().as_u16();
-                last = Some(anyhow::Error::new(ApiError {
-                    method: method.to_string(),
-                    url: url.to_string(),
-                    status,
-                    body: crate::terminal_text::head(&r.text().unwrap_or_default(), 500)
-                        .to_string(),
-                }));
-            }
-            Ok(r) if r.status().is_client_error() => {
-                return Err(ApiError {
-                    method: method.to_string(),
-                    url: url.to_string(),
-                    status: r.status().as_u16(),
-                    body: crate::terminal_text::head(&r.text().unwrap_or_default(), 500)
-                        .to_string(),
-                }
-                .into());
-            }
-            Ok(r) => return Ok(r),
-            Err(e) => last = Some(anyhow::Error::new(e).context(format!("{method} {url}"))),
-        }
-        if attempt < ATTEMPTS {
-            std::thread::sleep(Duration::from_millis(500 * 2u64.pow(attempt - 1)));
+impl PlaneState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlaneState::Up => "up",
+            PlaneState::Down => "down",
+            PlaneState::Disabled => "disabled",
+            PlaneState::Missing => "missing",
+            PlaneState::Unknown => "unknown",
         }
     }
-    let err = last.expect("the loop ran");
-    bail!("{err:#} (after {ATTEMPTS} attempts)")
 }

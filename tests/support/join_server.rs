@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use dcn::bundle::JoinToken;
-use dcn::centre::sites::accounts::NodeAccounts;
+use dcn::openstack::accounts::NodeAccounts;
 use dcn::centre::sites::{Registry, Site, TokenRecord};
 use dcn::host::{FileSpec, Files, Host};
 use dcn::passwords::PasswordStore;
@@ -49,7 +49,7 @@ impl Default for Accounts {
     }
 }
 
-impl dcn::centre::sites::reserved::ComputeHosts for Accounts {
+impl dcn::openstack::compute::ComputeHosts for Accounts {
     fn is_compute_host(&self, hostname: &str) -> anyhow::Result<bool> {
         Ok(self
             .compute_hosts

@@ -5,12 +5,11 @@
 use super::admission::{may_join, node_record, parse_request, proof_checked};
 use super::challenge::Challenges;
 use crate::bundle::JoinToken;
-use crate::centre::sites::accounts::NodeAccounts;
 use crate::centre::sites::progress::{Phase, ProgressStore};
-use crate::centre::sites::{
-    NodeRecord, NodeState, Registry, Site, TokenRecord, ovn_access, provision,
-};
+use crate::centre::sites::{NodeRecord, NodeState, Registry, Site, TokenRecord, ovn_access};
 use crate::host::Host;
+use crate::openstack::accounts::NodeAccounts;
+use crate::openstack::compute::{ComputeCloud, Nova};
 use crate::passwords::PasswordStore;
 use crate::secrets::{random_string, stored_hash};
 use crate::timefmt::{parse_rfc3339, rough};
@@ -240,41 +239,14 @@ pub fn node_status(
 ) -> Result<NodeStatus, Refusal> {
     let registry = Registry::new(&host.files);
     let (node, site) = authenticated_node(&registry, hostname, bearer)?;
-    let config = crate::deployment::saved_config(&host.files).map_err(internal)?;
-    let cloud =
-        provision::admin_cloud(host, config.control_plane.region.as_str()).map_err(internal)?;
-    let services = cloud
-        .get(
-            "compute",
-            &format!("/os-services?binary=nova-compute&host={hostname}"),
-        )
-        .map_err(internal)?;
-    let compute_service = services["services"]
-        .as_array()
-        .and_then(|a| a.first())
-        .and_then(|s| s["state"].as_str())
-        .unwrap_or("missing")
-        .to_string();
-    let in_aggregate = match site.aggregate_id {
-        Some(id) => cloud
-            .get("compute", &format!("/os-aggregates/{id}"))
-            .map_err(internal)?["aggregate"]["hosts"]
-            .as_array()
-            .is_some_and(|h| h.iter().any(|x| x == hostname)),
-        None => false,
-    };
-    let rps = cloud
-        .get("placement", &format!("/resource_providers?name={hostname}"))
-        .map_err(internal)?;
-    let resource_provider = rps["resource_providers"]
-        .as_array()
-        .is_some_and(|a| !a.is_empty());
+    let nova = Nova::admin(host).map_err(internal)?;
+    let view = (nova.host_view(hostname, site.aggregate_id)).map_err(internal)?;
     Ok(NodeStatus {
         site: site.name,
-        compute_service,
+        compute_service: view.compute_service,
         // A host joins an aggregate only once it is mapped to the cell.
-        cell_mapped: in_aggregate || node.state == NodeState::Placed,
-        in_aggregate,
-        resource_provider,
+        cell_mapped: view.in_aggregate || node.state == NodeState::Placed,
+        in_aggregate: view.in_aggregate,
+        resource_provider: view.resource_provider,
     })
 }

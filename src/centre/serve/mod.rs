@@ -19,7 +19,7 @@ mod ratelimit;
 mod router;
 pub mod routes;
 
-use crate::centre::sites::accounts::{ControlPlaneAccounts, NodeAccounts};
+use crate::openstack::accounts::{ControlPlaneAccounts, NodeAccounts};
 use crate::host::Host;
 use crate::recipes::Recipes;
 use crate::wire::{ErrorReply, JoinRequest};
@@ -110,24 +110,7 @@ pub fn serve_with(
     let tls = server_tls(&host)?;
 
     let placer_host = host.clone();
-    std::thread::spawn(move || {
-        loop {
-            if let Err(e) = placer::place_pending(&placer_host) {
-                tracing::warn!("placing joined hosts: {e:#}");
-            }
-            if let Err(e) = placer::record_placed(&placer_host) {
-                tracing::warn!("recording finished hosts as placed: {e:#}");
-            }
-            match crate::ovn::mirror_chassis_options(placer_host.runner.as_ref()) {
-                Ok(updated) if !updated.is_empty() => {
-                    tracing::info!("chassis options shown to neutron: {}", updated.join(", "))
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!("mirroring OVN chassis options for neutron: {e:#}"),
-            }
-            std::thread::sleep(placer::INTERVAL);
-        }
-    });
+    std::thread::spawn(move || placer::run(&placer_host));
 
     let state = Arc::new(State {
         host,

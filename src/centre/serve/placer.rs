@@ -6,11 +6,12 @@
 //! ping), its record says `placed`: the node is finished, not only in its
 //! zone while its join still runs.
 
-use crate::centre::sites::health::{self, PlaneState};
 use crate::centre::sites::progress::{Phase, ProgressStore};
-use crate::centre::sites::provision;
 use crate::centre::sites::{NodeState, Registry};
-use crate::host::{Cmd, Host};
+use crate::host::Host;
+use crate::openstack::PlaneState;
+use crate::openstack::compute::{ComputeCloud, Nova};
+use crate::openstack::southbound::{OvnSouthbound, Southbound};
 use crate::timefmt::rfc3339;
 use anyhow::Result;
 use std::time::{Duration, SystemTime};
@@ -18,8 +19,39 @@ use std::time::{Duration, SystemTime};
 /// How often the placer looks for nodes to place.
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
-/// Place every joined node whose compute service has registered.
-pub fn place_pending(host: &Host) -> Result<usize> {
+/// The placer's rounds, every [`INTERVAL`], for as long as the join
+/// service runs: place what registered, record what finished, and show
+/// neutron the chassis options it reads.
+pub fn run(host: &Host) {
+    let compute = || Ok(Box::new(Nova::admin(host)?) as Box<dyn ComputeCloud>);
+    let southbound = OvnSouthbound {
+        runner: host.runner.as_ref(),
+    };
+    loop {
+        if let Err(e) = place_pending(host, &compute) {
+            tracing::warn!("placing joined hosts: {e:#}");
+        }
+        if let Err(e) = record_placed(host, &compute, &southbound) {
+            tracing::warn!("recording finished hosts as placed: {e:#}");
+        }
+        match southbound.mirror_chassis_options() {
+            Ok(updated) if !updated.is_empty() => {
+                tracing::info!("chassis options shown to neutron: {}", updated.join(", "))
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("mirroring OVN chassis options for neutron: {e:#}"),
+        }
+        std::thread::sleep(INTERVAL);
+    }
+}
+
+/// Place every joined node whose compute service has registered in
+/// `compute` (made only when a node is waiting: logging in costs a
+/// keystone round trip every round).
+pub fn place_pending(
+    host: &Host,
+    compute: &dyn Fn() -> Result<Box<dyn ComputeCloud>>,
+) -> Result<usize> {
     let registry = Registry::new(&host.files);
     // A node named like the control plane (joined under an older dcn,
     // which did not refuse it) is never put in an edge zone.
@@ -43,29 +75,15 @@ pub fn place_pending(host: &Host) -> Result<usize> {
     if pending.is_empty() {
         return Ok(0);
     }
-    let config = crate::deployment::saved_config(&host.files)?;
-    let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
+    let compute = compute()?;
     let registered: Vec<_> = pending
         .into_iter()
-        .filter(|n| provision::is_compute_host(&cloud, &n.hostname).unwrap_or(false))
+        .filter(|n| compute.is_compute_host(&n.hostname).unwrap_or(false))
         .collect();
     if registered.is_empty() {
         return Ok(0);
     }
-    // Map the new hosts to cell1 now rather than at the scheduler's next
-    // periodic discovery.
-    host.runner.run(
-        &Cmd::new("mapping new compute hosts to the cell", "runuser")
-            .args([
-                "-u",
-                "nova",
-                "--",
-                "nova-manage",
-                "cell_v2",
-                "discover_hosts",
-            ])
-            .timeout(Duration::from_secs(120)),
-    )?;
+    compute.map_new_hosts()?;
     let mut placed = 0;
     for node in registered {
         let Some(site) = registry
@@ -77,7 +95,7 @@ pub fn place_pending(host: &Host) -> Result<usize> {
         let Some(aggregate) = site.aggregate_id else {
             continue;
         };
-        match provision::add_to_aggregate(&cloud, aggregate, &node.hostname) {
+        match compute.place(aggregate, &node.hostname) {
             Ok(()) => {
                 let lock = registry.lock()?;
                 if let Some(mut n) = registry.node(&node.hostname)? {
@@ -118,7 +136,11 @@ const CHASSIS_ANSWER: Duration = Duration::from_secs(3);
 /// Record `placed` for each node whose join finished (its last report),
 /// that is in its zone, and whose nova-compute service and OVN chassis are
 /// both up. Returns how many it placed.
-pub fn record_placed(host: &Host) -> Result<usize> {
+pub fn record_placed(
+    host: &Host,
+    compute: &dyn Fn() -> Result<Box<dyn ComputeCloud>>,
+    southbound: &dyn Southbound,
+) -> Result<usize> {
     let registry = Registry::new(&host.files);
     let store = ProgressStore::new(&host.files);
     let finished: Vec<_> = store
@@ -136,10 +158,8 @@ pub fn record_placed(host: &Host) -> Result<usize> {
     if finished.is_empty() {
         return Ok(0);
     }
-    let config = crate::deployment::saved_config(&host.files)?;
-    let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
-    let compute = health::compute_states(&cloud)?;
-    let network = health::chassis_states(host.runner.as_ref(), CHASSIS_ANSWER)?;
+    let compute = compute()?.compute_states()?;
+    let network = southbound.chassis_states(CHASSIS_ANSWER)?;
     let mut placed = 0;
     for p in finished {
         let up = |states: &std::collections::BTreeMap<String, PlaneState>| {

@@ -50,7 +50,7 @@ pub fn run(recipes: &Recipes, host: &Host, opts: &DeployOptions) -> Result<Deplo
     let targets = targets(&inventory, &opts.nodes)?;
     // Before any BMC is touched: no node may take the control plane's
     // name or another compute host's.
-    let cloud = crate::centre::sites::accounts::ControlPlaneAccounts { host: host.clone() };
+    let cloud = crate::openstack::accounts::ControlPlaneAccounts { host: host.clone() };
     for t in &targets {
         if let Some(why) = crate::centre::sites::reserved::refusal(
             &host.files,

@@ -1,19 +1,18 @@
 //! `dcn site list|revoke` and `dcn node list|remove`: what the operator
 //! does with sites and nodes after they joined.
 
-use super::accounts::ControlPlaneAccounts;
-use super::health::{self, PlaneState};
 use super::ovn_access;
 use super::phases::{self, NodePhase};
 use super::progress::{Phase, ProgressStore};
-use super::provision;
 use super::registry::{NodeRecord, Registry, Site};
-use crate::deployment::saved_config;
 use crate::host::Host;
+use crate::openstack::PlaneState;
+use crate::openstack::accounts::ControlPlaneAccounts;
+use crate::openstack::compute::{ComputeCloud, Nova};
+use crate::openstack::southbound::{CHASSIS_ANSWER, OvnSouthbound, Southbound};
 use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
 use anyhow::{Result, bail};
-use reqwest::Method;
 use serde::Serialize;
 use std::time::SystemTime;
 
@@ -99,12 +98,14 @@ impl NodeView {
 /// cannot be asked about is `unknown`, with a warning.
 pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
     let hosts = phases::all_hosts(&host.files, SystemTime::now())?;
-    let compute = saved_config(&host.files)
-        .and_then(|c| provision::admin_cloud(host, c.control_plane.region.as_str()))
-        .and_then(|cloud| health::compute_states(&cloud))
+    let compute = Nova::admin(host)
+        .and_then(|nova| nova.compute_states())
         .map_err(|e| tracing::warn!("nova's view of the nodes is unknown: {e:#}"))
         .unwrap_or_default();
-    let network = health::chassis_states(host.runner.as_ref(), health::CHASSIS_ANSWER)
+    let southbound = OvnSouthbound {
+        runner: host.runner.as_ref(),
+    };
+    let network = (southbound.chassis_states(CHASSIS_ANSWER))
         .map_err(|e| tracing::warn!("OVN's view of the nodes is unknown: {e:#}"))
         .ok();
     let compute_known = !compute.is_empty();
@@ -192,7 +193,7 @@ pub fn revoke_site(recipes: &Recipes, host: &Host, name: &str) -> Result<()> {
         progress.remove(&lock, &p.hostname)?;
     }
     ovn_access::write_client_cas(&host.files)?;
-    ovn_access::cut_off(host.runner.as_ref(), &members)?;
+    southbound(host).cut_off(&members)?;
     Ok(())
 }
 
@@ -222,8 +223,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
         }
         bail!("there is no node {hostname}; `dcn node list` shows the nodes");
     };
-    let config = saved_config(&host.files)?;
-    let cloud = provision::admin_cloud(host, config.control_plane.region.as_str())?;
+    let nova = Nova::admin(host)?;
     let accounts = ControlPlaneAccounts { host: host.clone() };
     super::accounts::revoke(&accounts, recipes, hostname)?;
     let mut dead = node.clone();
@@ -234,7 +234,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
     ovn_access::write_client_cas(&host.files)?;
     let site = registry.site(&node.site)?;
     if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
-        provision::remove_from_aggregate(&cloud, aggregate, hostname)?;
+        nova.unplace(aggregate, hostname)?;
     }
     // A node an older dcn let join under the control plane's own name: its
     // accounts, certificate and edge zone are gone; the chassis, compute
@@ -244,45 +244,16 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
         registry.remove_node(hostname)?;
         return Ok(Removed::Node);
     }
-    ovn_access::cut_off(host.runner.as_ref(), &[hostname.to_string()])?;
-    let services = cloud.get(
-        "compute",
-        &format!("/os-services?binary=nova-compute&host={hostname}"),
-    )?;
-    for s in services["services"].as_array().cloned().unwrap_or_default() {
-        let id = s["id"]
-            .as_str()
-            .map(String::from)
-            .or_else(|| s["id"].as_u64().map(|i| i.to_string()));
-        let Some(id) = id else { continue };
-        if let Err(e) = cloud.request(
-            Method::DELETE,
-            "compute",
-            &format!("/os-services/{id}"),
-            None,
-        ) {
-            bail!(
-                "nova would not delete the compute service of {hostname} ({e:#}); delete or migrate its instances first"
-            );
-        }
-    }
-    // Nova deletes the resource provider with the service; make sure.
-    let rps = cloud.get("placement", &format!("/resource_providers?name={hostname}"))?;
-    for rp in rps["resource_providers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-    {
-        if let Some(uuid) = rp["uuid"].as_str() {
-            cloud.request(
-                Method::DELETE,
-                "placement",
-                &format!("/resource_providers/{uuid}"),
-                None,
-            )?;
-        }
-    }
+    southbound(host).cut_off(&[hostname.to_string()])?;
+    nova.remove_host(hostname)?;
     progress.remove(&lock, hostname)?;
     registry.remove_node(hostname)?;
     Ok(Removed::Node)
+}
+
+/// The southbound of the control plane on `host`.
+fn southbound(host: &Host) -> OvnSouthbound<'_> {
+    OvnSouthbound {
+        runner: host.runner.as_ref(),
+    }
 }

@@ -3,7 +3,6 @@
 //! hash, and write a bundle (format v3) that carries the CA, the exports,
 //! the site and the token — no long-lived password.
 
-use super::provision;
 use super::registry::{Registry, Site, TokenRecord};
 use crate::bundle::{
     BundleContents, ControlPlaneInfo, FORMAT_VERSION, HostsEntry, HttpsUrl, JoinToken, Manifest,
@@ -12,6 +11,7 @@ use crate::bundle::{
 use crate::config::StandaloneConfig;
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
+use crate::openstack::compute::{ComputeCloud, Nova};
 use crate::pki::Pin;
 use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
@@ -70,7 +70,6 @@ pub fn export(recipes: &Recipes, host: &Host, opts: &ExportOptions) -> Result<Ex
     let also_trusted: Vec<String> = (authorities.trusted()?.into_iter())
         .filter(|c| c.trim() != ca.cert_pem().trim())
         .collect();
-    let region = config.control_plane.region.to_string();
     let registry = Registry::new(files);
     let _lock = registry.lock()?;
 
@@ -79,8 +78,7 @@ pub fn export(recipes: &Recipes, host: &Host, opts: &ExportOptions) -> Result<Ex
     let site_name = opts.site.as_str();
     let existing = registry.site(site_name)?;
     let site_created = existing.as_ref().is_none_or(|s| s.revoked_at.is_some());
-    let cloud = provision::admin_cloud(host, &region)?;
-    let aggregate = provision::ensure_aggregate(&cloud, site_name)?;
+    let aggregate = Nova::admin(host)?.ensure_zone(site_name)?;
     registry.save_site(&Site {
         name: site_name.to_string(),
         created_at: match &existing {

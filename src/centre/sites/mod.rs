@@ -9,11 +9,9 @@
 pub mod accounts;
 pub mod admin;
 pub mod export;
-pub mod health;
 pub mod ovn_access;
 pub mod phases;
 pub mod progress;
-pub mod provision;
 mod registry;
 pub mod reserved;
 pub mod site_config;

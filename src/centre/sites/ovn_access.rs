@@ -16,16 +16,13 @@
 //! keeps its old list when the file holds none.
 
 use super::registry::Registry;
-use crate::host::{Cmd, FileSpec, Files, Runner};
+use crate::host::{FileSpec, Files};
 use crate::pki::{CertificateAuthority, LeafRequest, Pin, Usage};
 use anyhow::{Context, Result};
 use std::net::IpAddr;
 
 /// The CAs the SB's SSL listener trusts (its `set-ssl` CA file).
 pub const CLIENT_CAS: &str = "/etc/ovn/dcn/sb-clients.pem";
-
-/// The SB's ovsdb-server control socket (ovn-ctl's default).
-const SB_CONTROL: &str = "/var/run/ovn/ovnsb_db.ctl";
 
 /// A node's certificate for the SB, with the CA that alone signed it.
 pub struct NodeCertificate {
@@ -133,37 +130,4 @@ pub fn unexpired(cas: Vec<String>) -> Vec<String> {
                 .is_ok_and(|i| crate::certs::policy::system_time(i.not_after) > now)
         })
         .collect()
-}
-
-/// Cut a node off the SB after [`write_client_cas`] dropped it: every SB
-/// client reconnects (the SB reads the new list first), then its chassis
-/// rows go. A chassis that is already gone is fine.
-pub fn cut_off(runner: &dyn Runner, hostnames: &[String]) -> Result<()> {
-    let out = runner.run(
-        &Cmd::new(
-            "making the OVN southbound drop its connections",
-            "ovn-appctl",
-        )
-        .args(["-t", SB_CONTROL, "ovsdb-server/reconnect"])
-        .unchecked(),
-    )?;
-    if !out.success() {
-        anyhow::bail!(
-            "the OVN southbound would not drop its connections ({}); run `ovn-appctl -t {SB_CONTROL} ovsdb-server/reconnect` on the control plane",
-            out.stderr.trim()
-        );
-    }
-    for host in hostnames {
-        runner
-            .run(
-                &Cmd::new(format!("deleting OVN chassis {host}"), "ovn-sbctl").args([
-                    "--timeout=20",
-                    "--if-exists",
-                    "chassis-del",
-                    host,
-                ]),
-            )
-            .with_context(|| format!("deleting the OVN chassis of {host}"))?;
-    }
-    Ok(())
 }

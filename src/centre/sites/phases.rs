@@ -5,10 +5,10 @@
 //! shows as `silent (last: <phase>)`. The CONFIG column says which revision
 //! of the site's service config each joined node runs.
 
-use super::health::PlaneState;
 use super::progress::{Entry, LastError, Phase, ProgressRecord, ProgressStore};
 use super::registry::{AppliedConfig, NodeRecord, NodeState, Registry};
 use crate::host::Files;
+use crate::openstack::PlaneState;
 use crate::terminal_text::{Column, Table};
 use crate::timefmt::{parse_rfc3339, rough};
 use anyhow::{Result, bail};

@@ -8,13 +8,8 @@
 
 use super::registry::Registry;
 use crate::host::Files;
+use crate::openstack::compute::ComputeHosts;
 use anyhow::Result;
-
-/// Whether the cloud has a compute service named `hostname` (asked of
-/// nova on the control plane).
-pub trait ComputeHosts {
-    fn is_compute_host(&self, hostname: &str) -> Result<bool>;
-}
 
 /// The control plane's own host name: what it recorded when it was set
 /// up, else its saved config's (none before `standalone init`).

@@ -99,7 +99,7 @@ impl Step for RabbitUsers {
                 .args(["delete_user", "guest"])
                 .unchecked(),
         )?;
-        crate::centre::sites::provision::ensure_rabbit_account(
+        crate::openstack::messaging::ensure_user(
             ctx.host,
             "openstack",
             &self.password,

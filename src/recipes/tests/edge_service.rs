@@ -214,13 +214,13 @@ struct RecordingAccounts(
     std::sync::Mutex<Vec<crate::recipes::site_credentials::NodeAccount>>,
 );
 
-impl crate::centre::sites::reserved::ComputeHosts for RecordingAccounts {
+impl crate::openstack::compute::ComputeHosts for RecordingAccounts {
     fn is_compute_host(&self, _: &str) -> Result<bool> {
         Ok(false)
     }
 }
 
-impl crate::centre::sites::accounts::NodeAccounts for RecordingAccounts {
+impl crate::openstack::accounts::NodeAccounts for RecordingAccounts {
     fn ensure(
         &self,
         _: &str,

@@ -149,7 +149,7 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
 
 #[test]
 fn a_finished_node_with_a_plane_down_is_flagged_with_where_to_look() {
-    use crate::centre::sites::health::PlaneState;
+    use crate::openstack::PlaneState;
     let mut r = ProgressRecord::new("edge1-n1", "edge1");
     r.apply(Phase::JoinFinished, None, &[], SystemTime::UNIX_EPOCH);
     r.apply(Phase::Placed, None, &[], SystemTime::UNIX_EPOCH);

@@ -1,0 +1,301 @@
+//! The OVN southbound database on the control plane, through `ovn-sbctl`,
+//! `ovn-nbctl` and `ovn-appctl`: rows as JSON, which chassis answer a ping,
+//! cutting chassis off, and the one write dcn makes to chassis rows (see
+//! [`mirror_chassis_options`]). [`Southbound`] is what the rest of dcn
+//! uses.
+
+use super::PlaneState;
+use crate::host::{Cmd, Runner};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The southbound as the centre uses it.
+pub trait Southbound {
+    /// Chassis by host name: up when the chassis processed a fresh
+    /// `nb_cfg` within `answer`, down otherwise.
+    fn chassis_states(&self, answer: Duration) -> Result<BTreeMap<String, PlaneState>>;
+    /// Make every client reconnect (so a node whose CA left the trusted
+    /// list is refused) and delete the chassis of `hostnames`.
+    fn cut_off(&self, hostnames: &[String]) -> Result<()>;
+    /// Show neutron the chassis options it reads from `external_ids`;
+    /// the chassis updated.
+    fn mirror_chassis_options(&self) -> Result<Vec<String>>;
+}
+
+/// The southbound of the control plane this runner runs on.
+pub struct OvnSouthbound<'a> {
+    pub runner: &'a dyn Runner,
+}
+
+impl Southbound for OvnSouthbound<'_> {
+    fn chassis_states(&self, answer: Duration) -> Result<BTreeMap<String, PlaneState>> {
+        chassis_states(self.runner, answer)
+    }
+    fn cut_off(&self, hostnames: &[String]) -> Result<()> {
+        cut_off(self.runner, hostnames)
+    }
+    fn mirror_chassis_options(&self) -> Result<Vec<String>> {
+        mirror_chassis_options(self.runner)
+    }
+}
+
+/// How long a chassis has to answer a ping in the views an operator asks
+/// for (`dcn node list`, `dcn site status`).
+pub const CHASSIS_ANSWER: Duration = Duration::from_secs(6);
+
+/// The SB's ovsdb-server control socket (ovn-ctl's default).
+const SB_CONTROL: &str = "/var/run/ovn/ovnsb_db.ctl";
+
+/// Chassis options that Debian 12's neutron (21.0.0) reads from a
+/// chassis' `external_ids`, while its ovn-controller (OVN 23.03) writes
+/// them to `other_config` only (neutron's side was fixed upstream after
+/// that release, LP#1990229). Without them neutron sees no gateway chassis,
+/// no availability zones and no bridge mappings, and binds ports without
+/// the chassis' datapath type (see the neutron recipe's patch).
+pub const NEUTRON_READS_FROM_EXTERNAL_IDS: &[&str] =
+    &["ovn-cms-options", "ovn-bridge-mappings", "datapath-type"];
+
+/// The rows of a southbound table, each cell a JSON value as ovn-sbctl's
+/// `--format=json` gives it.
+pub fn sb_list(runner: &dyn Runner, table: &str, columns: &str) -> Result<Vec<Vec<Value>>> {
+    let out = runner.run(
+        &Cmd::new(
+            format!("reading the OVN southbound {table} table"),
+            "ovn-sbctl",
+        )
+        .args([
+            "--timeout=10",
+            "--format=json",
+            &format!("--columns={columns}"),
+            "list",
+            table,
+        ])
+        .read_only(),
+    )?;
+    parse_rows(&out.stdout).with_context(|| format!("reading ovn-sbctl's {table} output"))
+}
+
+/// `{"data": [[cell, …], …], "headings": […]}` as rows of cells.
+pub fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
+    let v: Value = serde_json::from_str(text)?;
+    Ok(v["data"]
+        .as_array()
+        .context("no data array")?
+        .iter()
+        .filter_map(|row| row.as_array().cloned())
+        .collect())
+}
+
+/// An OVSDB map cell, `["map", [[key, value], …]]`.
+pub fn map_cell(v: &Value) -> BTreeMap<String, String> {
+    v.get(1)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|kv| Some((kv[0].as_str()?.to_string(), kv[1].as_str()?.to_string())))
+        .collect()
+}
+
+/// Copy [`NEUTRON_READS_FROM_EXTERNAL_IDS`] from each chassis'
+/// `other_config` to its `external_ids` where they differ. ovn-controller
+/// never writes `external_ids`, and recreates its chassis row when it
+/// restarts, so the join service runs this periodically. Returns the
+/// chassis it updated.
+pub fn mirror_chassis_options(runner: &dyn Runner) -> Result<Vec<String>> {
+    let rows = sb_list(runner, "Chassis", "name,other_config,external_ids")?;
+    let mut updated = Vec::new();
+    for row in rows {
+        let Some(name) = row.first().and_then(Value::as_str) else {
+            continue;
+        };
+        let (other, external) = (map_cell(&row[1]), map_cell(&row[2]));
+        let sets: Vec<String> = NEUTRON_READS_FROM_EXTERNAL_IDS
+            .iter()
+            .filter_map(|k| {
+                let want = other.get(*k)?;
+                (external.get(*k) != Some(want)).then(|| format!("external_ids:{k}={want:?}"))
+            })
+            .collect();
+        if sets.is_empty() {
+            continue;
+        }
+        runner.run(
+            &Cmd::new(
+                format!("showing chassis {name}'s options to neutron"),
+                "ovn-sbctl",
+            )
+            .args(["--timeout=10", "set", "Chassis", name])
+            .args(sets),
+        )?;
+        updated.push(name.to_string());
+    }
+    Ok(updated)
+}
+
+/// OVN chassis by host name: up when the chassis processed a fresh
+/// `nb_cfg` within `answer` (normally [`CHASSIS_ANSWER`]), down otherwise.
+pub fn chassis_states(
+    runner: &dyn Runner,
+    answer: Duration,
+) -> Result<BTreeMap<String, PlaneState>> {
+    let chassis = sb_list(runner, "Chassis", "name,hostname")?;
+    let names: BTreeMap<String, String> = chassis
+        .iter()
+        .filter_map(|row| Some((row[0].as_str()?.to_string(), row[1].as_str()?.to_string())))
+        .collect();
+    // The ping: a new nb_cfg generation, propagated to the southbound.
+    runner.run(
+        &Cmd::new("asking every OVN chassis to report in", "ovn-nbctl")
+            .args(["--wait=sb", "--timeout=10", "sync"])
+            .timeout(Duration::from_secs(20)),
+    )?;
+    let target = nb_cfg(runner)?;
+    let started = Instant::now();
+    loop {
+        let processed = chassis_nb_cfg(runner)?;
+        let all = names
+            .keys()
+            .all(|n| processed.get(n).is_some_and(|c| *c >= target));
+        if all || started.elapsed() >= answer {
+            return Ok(names
+                .iter()
+                .map(|(name, host)| {
+                    let up = processed.get(name).is_some_and(|c| *c >= target);
+                    (
+                        host.clone(),
+                        if up { PlaneState::Up } else { PlaneState::Down },
+                    )
+                })
+                .collect());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn nb_cfg(runner: &dyn Runner) -> Result<i64> {
+    let out = runner.run(
+        &Cmd::new("reading the southbound generation", "ovn-sbctl")
+            .args(["--timeout=10", "get", "SB_Global", ".", "nb_cfg"])
+            .read_only(),
+    )?;
+    out.stdout
+        .trim()
+        .parse()
+        .with_context(|| format!("SB_Global nb_cfg is not a number: {:?}", out.stdout.trim()))
+}
+
+fn chassis_nb_cfg(runner: &dyn Runner) -> Result<BTreeMap<String, i64>> {
+    Ok(sb_list(runner, "Chassis_Private", "name,nb_cfg")?
+        .iter()
+        .filter_map(|row| Some((row[0].as_str()?.to_string(), row[1].as_i64()?)))
+        .collect())
+}
+
+/// Cut nodes off the SB once the list of client CAs it trusts no longer
+/// holds theirs: every SB client reconnects (the SB reads the new list
+/// first), then their chassis rows go. A chassis already gone is fine.
+pub fn cut_off(runner: &dyn Runner, hostnames: &[String]) -> Result<()> {
+    let out = runner.run(
+        &Cmd::new(
+            "making the OVN southbound drop its connections",
+            "ovn-appctl",
+        )
+        .args(["-t", SB_CONTROL, "ovsdb-server/reconnect"])
+        .unchecked(),
+    )?;
+    if !out.success() {
+        anyhow::bail!(
+            "the OVN southbound would not drop its connections ({}); run `ovn-appctl -t {SB_CONTROL} ovsdb-server/reconnect` on the control plane",
+            out.stderr.trim()
+        );
+    }
+    for host in hostnames {
+        runner
+            .run(
+                &Cmd::new(format!("deleting OVN chassis {host}"), "ovn-sbctl").args([
+                    "--timeout=20",
+                    "--if-exists",
+                    "chassis-del",
+                    host,
+                ]),
+            )
+            .with_context(|| format!("deleting the OVN chassis of {host}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{CmdOutput, RecordingRunner};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    #[test]
+    fn options_neutron_cannot_see_are_mirrored_once() {
+        let listing = r#"{"data":[
+            ["edge1",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=edge1"],["ovn-bridge-mappings","physnet1:br-ex"],["iface-types","geneve"],["datapath-type","netdev"]]],["map",[]]],
+            ["cp",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=central"]]],["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=central"]]]]
+        ],"headings":["name","other_config","external_ids"]}"#;
+        let r = RecordingRunner::answering(move |c| {
+            if c.args.contains(&"list".to_string()) {
+                CmdOutput::ok(listing)
+            } else {
+                CmdOutput::ok("")
+            }
+        });
+        assert_eq!(mirror_chassis_options(&r).unwrap(), ["edge1"]);
+        let set = r.calls().pop().unwrap();
+        assert_eq!(
+            set.args[3..],
+            [
+                "edge1",
+                "external_ids:ovn-cms-options=\"enable-chassis-as-gw,availability-zones=edge1\"",
+                "external_ids:ovn-bridge-mappings=\"physnet1:br-ex\"",
+                "external_ids:datapath-type=\"netdev\""
+            ]
+        );
+    }
+
+    /// A southbound where edge1 follows every ping and edge2's
+    /// ovn-controller stopped at generation 7.
+    fn southbound() -> RecordingRunner {
+        let generation = Arc::new(AtomicI64::new(7));
+        RecordingRunner::answering(move |c| {
+            let args = c.args.join(" ");
+            if c.program == "ovn-nbctl" {
+                generation.fetch_add(1, Ordering::SeqCst);
+                return CmdOutput::ok("");
+            }
+            let g = generation.load(Ordering::SeqCst);
+            if args.contains("SB_Global") {
+                CmdOutput::ok(format!("{g}\n"))
+            } else if args.ends_with("list Chassis") {
+                CmdOutput::ok(
+                    r#"{"data":[["c-1","edge1"],["c-2","edge2"]],"headings":["name","hostname"]}"#,
+                )
+            } else {
+                CmdOutput::ok(format!(
+                    r#"{{"data":[["c-1",{g}],["c-2",7]],"headings":["name","nb_cfg"]}}"#
+                ))
+            }
+        })
+    }
+
+    #[test]
+    fn a_chassis_that_does_not_answer_the_ping_is_down() {
+        let r = southbound();
+        let m = chassis_states(&r, Duration::from_millis(700)).unwrap();
+        assert_eq!(m["edge1"], PlaneState::Up);
+        // edge2 had answered generation 7 before it died: an old answer
+        // does not count.
+        assert_eq!(m["edge2"], PlaneState::Down);
+        let calls = r.command_lines();
+        assert!(
+            calls.iter().any(|c| c.contains("ovn-nbctl --wait=sb")),
+            "{calls:?}"
+        );
+    }
+}
