@@ -13,8 +13,10 @@
 //! - [`messaging`] and [`database`]: a node's RabbitMQ and MariaDB users.
 //! - [`accounts`]: a node's users across all of them, as
 //!   [`accounts::NodeAccounts`].
+//! - [`bootstrap`]: the control plane's own OpenStack setup, as steps.
 
 pub mod accounts;
+pub mod bootstrap;
 pub mod client;
 pub mod compute;
 pub mod database;

@@ -9,9 +9,9 @@
 #![allow(dead_code)]
 
 use dcn::bundle::JoinToken;
-use dcn::openstack::accounts::NodeAccounts;
 use dcn::centre::sites::{Registry, Site, TokenRecord};
 use dcn::host::{FileSpec, Files, Host};
+use dcn::openstack::accounts::NodeAccounts;
 use dcn::passwords::PasswordStore;
 use dcn::pki::CertificateAuthority;
 use dcn::recipes::site_credentials::NodeAccount;

@@ -19,8 +19,8 @@ mod ratelimit;
 mod router;
 pub mod routes;
 
-use crate::openstack::accounts::{ControlPlaneAccounts, NodeAccounts};
 use crate::host::Host;
+use crate::openstack::accounts::{ControlPlaneAccounts, NodeAccounts};
 use crate::recipes::Recipes;
 use crate::wire::{ErrorReply, JoinRequest};
 use anyhow::{Context, Result};

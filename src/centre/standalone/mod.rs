@@ -4,17 +4,16 @@
 //! secret is regenerated, and a service restarts only when its
 //! configuration changed.
 
-pub mod catalog;
 pub mod controlplane;
 pub mod finalize;
 pub mod secrets;
-pub mod verify;
 
 use crate::centre::control_plane::{identity, values};
 use crate::config::StandaloneConfig;
 use crate::deploy::Plan;
 use crate::engine::{self, Outcome, Phase, RunReport, Step};
 use crate::host::Host;
+use crate::openstack::bootstrap;
 use crate::passwords::PasswordStore;
 use crate::pki::Pin;
 use crate::recipes::{Recipes, ServicePhase};
@@ -304,7 +303,7 @@ fn control_plane_phases(
     let rabbit = crate::secrets::Secret::new(values.password["rabbitmq_controlplane"].clone());
     extra.insert(
         "rabbitmq".into(),
-        vec![Box::new(controlplane::RabbitUsers { password: rabbit })],
+        vec![Box::new(bootstrap::RabbitUsers { password: rabbit })],
     );
     let infrastructure =
         plan.service_phase(ServicePhase::Infrastructure, "infrastructure", extra)?;
@@ -312,7 +311,7 @@ fn control_plane_phases(
     let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
     extra.insert(
         "keystone".into(),
-        vec![Box::new(catalog::Catalog::new(
+        vec![Box::new(bootstrap::Catalog::new(
             recipes,
             services,
             values.clone(),
@@ -329,11 +328,9 @@ fn control_plane_phases(
     let mut compute_phase =
         plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?;
     if compute {
-        compute_phase
-            .steps
-            .push(Box::new(controlplane::DiscoverHost {
-                hostname: hostname.to_string(),
-            }));
+        compute_phase.steps.push(Box::new(bootstrap::DiscoverHost {
+            hostname: hostname.to_string(),
+        }));
     }
     let mut catalog: Vec<String> = services
         .iter()
@@ -357,7 +354,7 @@ fn control_plane_phases(
             PhaseName::Verify,
             Phase {
                 name: "verify",
-                steps: vec![Box::new(verify::Verify {
+                steps: vec![Box::new(bootstrap::Verify {
                     values: values.clone(),
                     catalog,
                     compute_hosts: if compute {
