@@ -172,7 +172,8 @@ chain_wanted() {
 # the host adapters, so both count.
 EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/edge src/wire
     src/wire.rs src/centre/serve src/centre/site_deploy src/centre/sites/progress.rs src/engine
-    src/deploy src/lab tests/common tests/image_e2e.rs tests/site_deploy_e2e.rs)
+    src/openstack/compute.rs src/deploy src/lab tests/common tests/image_e2e.rs
+    tests/site_deploy_e2e.rs)
 # The edge lab's long lifecycle drills (a CA rotation; the control plane
 # backed up, replaced by a blank host and restored: about 15 minutes) run
 # when their code changed in the last commit, or when asked for.
