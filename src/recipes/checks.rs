@@ -118,3 +118,39 @@ pub(super) fn roles_name_services(recipes: &Recipes) -> Result<()> {
     }
     Ok(())
 }
+
+/// A role's `computeLink` names site credentials that a service of the
+/// role declares, of the kinds the link needs.
+pub(super) fn compute_links(recipes: &Recipes) -> Result<()> {
+    use super::SiteCredentialRecipe as Kind;
+    for role in recipes.roles.values() {
+        let Some(link) = &role.compute_link else {
+            continue;
+        };
+        let declared: BTreeMap<&str, &Kind> = (role.services.iter())
+            .filter_map(|s| recipes.services.get(s))
+            .flat_map(|s| s.site_credentials.iter())
+            .map(|(name, c)| (name.as_str(), c))
+            .collect();
+        let messaging = matches!(
+            declared.get(link.messaging.as_str()),
+            Some(Kind::RabbitmqUser { .. })
+        );
+        let service = matches!(
+            declared.get(link.service.as_str()),
+            Some(Kind::KeystoneUser { .. })
+        );
+        for (ok, field, name, kind) in [
+            (messaging, "messaging", &link.messaging, "rabbitmqUser"),
+            (service, "service", &link.service, "keystoneUser"),
+        ] {
+            if !ok {
+                bail!(
+                    "role {}: computeLink.{field} names {name:?}, which no service of the role declares as a {kind} site credential",
+                    role.role
+                );
+            }
+        }
+    }
+    Ok(())
+}

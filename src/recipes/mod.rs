@@ -103,6 +103,7 @@ impl Recipes {
         checks::backup_and_renewal(self)?;
         exports::check_unique(self)?;
         site_credentials::check(self)?;
+        checks::compute_links(self)?;
         checks::roles_name_services(self)
     }
 

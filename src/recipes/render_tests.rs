@@ -146,6 +146,7 @@ fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     let manifest = super::tests::sample_manifest(&recipes, &BTreeMap::new());
     let creds = crate::edge::join::edge::Credentials::sample(&recipes, "edge1", "edge1-n1");
     let values = crate::edge::join::edge::values(
+        crate::recipes::for_tests(),
         &manifest,
         &creds,
         "edge1-n1",
@@ -155,6 +156,12 @@ fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     .unwrap();
     assert_eq!(values.compute["zone"], "edge1");
     assert_eq!(values.compute["interface"], "public");
+    // From the edge role's recipe: its network, and its compute link's
+    // users among the site credentials.
+    assert_eq!(values.network["bridgeMappings"], "physnet1:br-ex");
+    assert_eq!(values.network["encapsulation"], "geneve");
+    assert!(values.compute["transportUrl"].starts_with("rabbit://dcn-node-edge1-n1:"));
+    assert_eq!(values.compute["serviceUser"], "dcn-node-edge1-n1");
     let files = render(&recipes, &["edge"], values);
     assert_rendered(&files, "edge");
     for key in recipes.edge_config_keys() {

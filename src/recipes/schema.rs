@@ -20,6 +20,25 @@ pub struct RoleRecipe {
     pub role: String,
     pub description: String,
     pub services: Vec<String>,
+    /// `network.*` values a host of this role is rendered with where no
+    /// config of its own gives them (an edge's: the control plane's config
+    /// gives the centre's).
+    #[serde(default)]
+    pub network: BTreeMap<String, String>,
+    /// The site credentials a host of this role reaches the control
+    /// plane's compute services with, by name.
+    #[serde(default)]
+    pub compute_link: Option<ComputeLinkCredentials>,
+}
+
+/// `computeLink` of a role: which site credentials make the host's link.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ComputeLinkCredentials {
+    /// A `rabbitmqUser` credential: the transport URL's user.
+    pub messaging: String,
+    /// A `keystoneUser` credential: the service user.
+    pub service: String,
 }
 
 /// `services/<service>.yaml`: one service.

@@ -238,3 +238,27 @@ fn a_broken_recipe_is_an_error_naming_its_file_and_line() {
         "{e}"
     );
 }
+
+#[test]
+fn a_roles_compute_link_must_name_its_services_credentials_of_the_right_kind() {
+    let with_link = |link: &str| {
+        let files = embedded_files().into_iter().map(|(path, text)| {
+            if path.ends_with("roles/edge.yaml") {
+                let kept: String = text.split("computeLink:").next().unwrap().into();
+                (path, format!("{kept}computeLink: {link}\n"))
+            } else {
+                (path, text)
+            }
+        });
+        Recipes::from_files(files).map(|_| ())
+    };
+    with_link("{messaging: site_rabbit, service: compute_service}").unwrap();
+    let e = with_link("{messaging: compute_service, service: compute_service}").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("computeLink.messaging names \"compute_service\", which no service of the role declares as a rabbitmqUser"),
+        "{e}"
+    );
+    let e = with_link("{messaging: site_rabbit, service: nova_db}").unwrap_err();
+    assert!(e.to_string().contains("computeLink.service"), "{e}");
+}

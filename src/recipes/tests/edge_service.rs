@@ -144,6 +144,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         credentials: given.clone(),
     };
     let values = crate::edge::join::edge::values(
+        &recipes,
         &manifest,
         &creds,
         "edge1-n1",

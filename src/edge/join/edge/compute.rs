@@ -69,7 +69,14 @@ pub fn deploy(
         .map(|s| s.service.clone())
         .collect();
     let facts = crate::host::facts::HostFacts::detect(files.root());
-    let values = Arc::new(values(&bundle.manifest, creds, hostname, address, &facts)?);
+    let values = Arc::new(values(
+        recipes,
+        &bundle.manifest,
+        creds,
+        hostname,
+        address,
+        &facts,
+    )?);
     // The site config this node applied since it joined wins over the
     // bundle's (the control plane's at export): one writer per drop-in.
     let custom: BTreeMap<String, String> =
@@ -145,22 +152,21 @@ fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
     Ok(())
 }
 
-/// The site credentials the compute link is made of, as nova-compute's
-/// recipe declares them: its RabbitMQ user (in `compute.transportUrl`) and
-/// its keystone user (`compute.serviceUser`, `password.compute_service`).
-pub(crate) const MESSAGING_CREDENTIAL: &str = "site_rabbit";
-pub(crate) const SERVICE_CREDENTIAL: &str = "compute_service";
-
 /// The values an edge's compute services are rendered with: the control
 /// plane's exports as they are in the bundle, TLS everywhere, the site's
-/// own users.
+/// own users; the edge role's recipe gives its network values and which
+/// site credentials make its compute link.
 pub(crate) fn values(
+    recipes: &Recipes,
     manifest: &crate::bundle::Manifest,
     creds: &Credentials,
     hostname: &str,
     address: IpAddr,
     facts: &crate::host::facts::HostFacts,
 ) -> Result<Values> {
+    let role = recipes.role(crate::recipes::catalogue::EDGE_ROLE)?;
+    let link = (role.compute_link.as_ref())
+        .context("the edge role's recipe has no computeLink: this dcn's recipes are broken")?;
     let cp = &manifest.control_plane;
     let export = |name: &str| {
         cp.exports.get(name).with_context(|| {
@@ -191,11 +197,7 @@ pub(crate) fn values(
         ]),
         host: facts.host_values(hostname, &address.to_string()),
         roles: vec!["edge".into()],
-        network: strings(&[
-            ("encapsulation", "geneve"),
-            ("bridgeMappings", "physnet1:br-ex"),
-            ("bridges", "br-ex"),
-        ]),
+        network: role.network.clone(),
         ..Values::default()
     };
     // Every site credential, as the recipes name them.
@@ -212,8 +214,8 @@ pub(crate) fn values(
         })?;
         Ok((username, c.password.expose()))
     };
-    let (rabbit_user, rabbit_password) = user(MESSAGING_CREDENTIAL)?;
-    let (service_user, service_password) = user(SERVICE_CREDENTIAL)?;
+    let (rabbit_user, rabbit_password) = user(&link.messaging)?;
+    let (service_user, service_password) = user(&link.service)?;
     ComputeLink {
         transport_url: format!(
             "rabbit://{rabbit_user}:{rabbit_password}@{}/",
