@@ -122,31 +122,7 @@ fn install(
     progress: &mut Progress,
     touched: &mut Option<PathBuf>,
 ) -> Result<()> {
-    progress.say(&format!(
-        "reading the node payload from {}",
-        args.medium.display()
-    ));
-    let payload = if args.medium.is_dir() {
-        embed::read_payload_file(&args.medium.join(crate::image::PAYLOAD_PATH))?
-    } else {
-        embed::read_payload(&args.medium)?
-    };
-    let node = crate::config::parse_node(&payload.node_yaml, "the embedded node config")?;
-    let bundle = embed::verify_bundle(recipes, &payload.bundle, &node, true).context(
-        "the embedded join bundle does not verify; embed a fresh one with `dcn image embed`",
-    )?;
-    progress.say(&format!(
-        "node {} for site {} (CA {}{}); bundle verified, expires in {}",
-        node.hostname,
-        bundle.manifest.site,
-        bundle.ca_pin,
-        if bundle.pin_checked {
-            ", pinned"
-        } else {
-            ", not pinned"
-        },
-        crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()))
-    ));
+    let (payload, node, bundle) = read_node(recipes, args, progress)?;
     progress::start_reporting(runner, &node, &bundle, progress);
     let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
     let template = crate::host::read::read_string(Path::new(firstboot::TEMPLATE), &spec)
@@ -164,100 +140,21 @@ fn install(
             args.medium.display()
         );
     };
-
-    let _ = runner.run(
-        &Cmd::new("waiting for udev", "udevadm")
-            .arg("settle")
-            .unchecked()
-            .timeout(Duration::from_secs(60)),
-    );
-    let disks = disk::list_disks(Path::new("/sys/block"))?;
-    let boot = disk::disks_of_mount(&args.medium);
-    let target_disk = disk::choose(&disks, &node.disk, &boot, disk::resolve_device)?.clone();
+    let target_disk = choose_disk(runner, args, &node, progress)?;
     let dev = target_disk.path();
-    progress.say(&format!(
-        "installing to {} ({:.1} GiB){}",
-        dev.display(),
-        target_disk.size_bytes as f64 / (1024.0 * 1024.0 * 1024.0),
-        if target_disk.partitions.is_empty() {
-            String::new()
-        } else {
-            " (wipe: true, erasing its partitions)".into()
-        }
-    ));
 
     *touched = Some(dev.clone());
-    let t = Instant::now();
-    progress.step(&format!("partitioning {}", dev.display()));
-    partition(runner, &target_disk)?;
-    let (bios, esp, root) = (
-        target_disk.partition(1),
-        target_disk.partition(2),
-        target_disk.partition(3),
-    );
-    wait_for(&[&bios, &esp, &root])?;
-    runner.run(
-        &Cmd::new("making the EFI system partition", "mkfs.vfat")
-            .args(["-F", "32", "-n", "DCN-ESP"])
-            .arg(path_str(&esp)),
-    )?;
-    runner.run(
-        &Cmd::new("making the root file system", "mkfs.ext4")
-            .args(["-F", "-q", "-L", "dcn-root"])
-            .arg(path_str(&root)),
-    )?;
-    progress.say(&format!(
-        "partitioned (GPT: BIOS boot, ESP, root) in {:.1}s",
-        t.elapsed().as_secs_f64()
-    ));
-
+    let (esp, root) = partition_and_format(runner, &target_disk, progress)?;
     let target = Path::new(TARGET);
     let mut mounts = Mounts::new(runner);
     mounts.mount("the new root file system", &[&path_str(&root)], target)?;
-    let t = Instant::now();
-    progress.step("copying the OS");
-    runner.run(
-        &Cmd::new("copying the OS to disk (unsquashfs)", "unsquashfs")
-            .args(["-f", "-no-progress", "-d", TARGET])
-            .arg(path_str(&squashfs))
-            .timeout(Duration::from_secs(3600)),
-    )?;
-    progress.say(&format!(
-        "copied the OS in {:.1}s",
-        t.elapsed().as_secs_f64()
-    ));
+    copy_os(runner, &squashfs, progress)?;
     mounts.mount(
         "the EFI system partition",
         &[&path_str(&esp)],
         &target.join("boot/efi"),
     )?;
-
-    let t = Instant::now();
-    progress.step("installing GRUB");
-    runner.run(
-        &Cmd::new("installing GRUB for BIOS", "grub-install")
-            .args([
-                "--target=i386-pc",
-                &format!("--boot-directory={TARGET}/boot"),
-            ])
-            .arg(path_str(&dev))
-            .timeout(Duration::from_secs(600)),
-    )?;
-    runner.run(
-        &Cmd::new("installing GRUB for UEFI", "grub-install")
-            .args([
-                "--target=x86_64-efi",
-                &format!("--efi-directory={TARGET}/boot/efi"),
-                &format!("--boot-directory={TARGET}/boot"),
-                "--removable",
-                "--no-nvram",
-            ])
-            .timeout(Duration::from_secs(600)),
-    )?;
-    progress.say(&format!(
-        "installed GRUB (BIOS and UEFI) in {:.1}s",
-        t.elapsed().as_secs_f64()
-    ));
+    install_grub(runner, &dev, progress)?;
 
     let uuid = |part: &Path| -> Result<String> {
         let out = runner.run(
@@ -304,6 +201,156 @@ fn install(
     mounts.unmount_all()?;
     runner.run(&Cmd::new("flushing the disk", "sync"))?;
     *touched = None;
+    Ok(())
+}
+
+/// The payload on the medium: the node's config, and its join bundle
+/// verified against the node's CA pin.
+fn read_node(
+    recipes: &Recipes,
+    args: &Options,
+    progress: &mut Progress,
+) -> Result<(
+    crate::image::payload::Payload,
+    crate::config::NodeConfig,
+    crate::bundle::VerifiedBundle,
+)> {
+    progress.say(&format!(
+        "reading the node payload from {}",
+        args.medium.display()
+    ));
+    let payload = if args.medium.is_dir() {
+        embed::read_payload_file(&args.medium.join(crate::image::PAYLOAD_PATH))?
+    } else {
+        embed::read_payload(&args.medium)?
+    };
+    let node = crate::config::parse_node(&payload.node_yaml, "the embedded node config")?;
+    let bundle = embed::verify_bundle(recipes, &payload.bundle, &node, true).context(
+        "the embedded join bundle does not verify; embed a fresh one with `dcn image embed`",
+    )?;
+    progress.say(&format!(
+        "node {} for site {} (CA {}{}); bundle verified, expires in {}",
+        node.hostname,
+        bundle.manifest.site,
+        bundle.ca_pin,
+        if bundle.pin_checked {
+            ", pinned"
+        } else {
+            ", not pinned"
+        },
+        crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()))
+    ));
+    Ok((payload, node, bundle))
+}
+
+/// The disk the node's config chooses, never the one booted from.
+fn choose_disk(
+    runner: &dyn Runner,
+    args: &Options,
+    node: &crate::config::NodeConfig,
+    progress: &mut Progress,
+) -> Result<disk::Disk> {
+    let _ = runner.run(
+        &Cmd::new("waiting for udev", "udevadm")
+            .arg("settle")
+            .unchecked()
+            .timeout(Duration::from_secs(60)),
+    );
+    let disks = disk::list_disks(Path::new("/sys/block"))?;
+    let boot = disk::disks_of_mount(&args.medium);
+    let target_disk = disk::choose(&disks, &node.disk, &boot, disk::resolve_device)?.clone();
+    progress.say(&format!(
+        "installing to {} ({:.1} GiB){}",
+        target_disk.path().display(),
+        target_disk.size_bytes as f64 / (1024.0 * 1024.0 * 1024.0),
+        if target_disk.partitions.is_empty() {
+            String::new()
+        } else {
+            " (wipe: true, erasing its partitions)".into()
+        }
+    ));
+    Ok(target_disk)
+}
+
+/// GPT with BIOS boot, ESP and root partitions, and their file systems;
+/// the ESP and root partitions.
+fn partition_and_format(
+    runner: &dyn Runner,
+    target_disk: &disk::Disk,
+    progress: &mut Progress,
+) -> Result<(PathBuf, PathBuf)> {
+    let t = Instant::now();
+    progress.step(&format!("partitioning {}", target_disk.path().display()));
+    partition(runner, target_disk)?;
+    let (bios, esp, root) = (
+        target_disk.partition(1),
+        target_disk.partition(2),
+        target_disk.partition(3),
+    );
+    wait_for(&[&bios, &esp, &root])?;
+    runner.run(
+        &Cmd::new("making the EFI system partition", "mkfs.vfat")
+            .args(["-F", "32", "-n", "DCN-ESP"])
+            .arg(path_str(&esp)),
+    )?;
+    runner.run(
+        &Cmd::new("making the root file system", "mkfs.ext4")
+            .args(["-F", "-q", "-L", "dcn-root"])
+            .arg(path_str(&root)),
+    )?;
+    progress.say(&format!(
+        "partitioned (GPT: BIOS boot, ESP, root) in {:.1}s",
+        t.elapsed().as_secs_f64()
+    ));
+    Ok((esp, root))
+}
+
+/// The live system's squashfs unpacked onto the mounted root.
+fn copy_os(runner: &dyn Runner, squashfs: &Path, progress: &mut Progress) -> Result<()> {
+    let t = Instant::now();
+    progress.step("copying the OS");
+    runner.run(
+        &Cmd::new("copying the OS to disk (unsquashfs)", "unsquashfs")
+            .args(["-f", "-no-progress", "-d", TARGET])
+            .arg(path_str(squashfs))
+            .timeout(Duration::from_secs(3600)),
+    )?;
+    progress.say(&format!(
+        "copied the OS in {:.1}s",
+        t.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// GRUB for BIOS (on `dev`) and for UEFI (removable path, no NVRAM: the
+/// BMC's boot order stays as the operator set it).
+fn install_grub(runner: &dyn Runner, dev: &Path, progress: &mut Progress) -> Result<()> {
+    let t = Instant::now();
+    progress.step("installing GRUB");
+    runner.run(
+        &Cmd::new("installing GRUB for BIOS", "grub-install")
+            .args([
+                "--target=i386-pc",
+                &format!("--boot-directory={TARGET}/boot"),
+            ])
+            .arg(path_str(dev))
+            .timeout(Duration::from_secs(600)),
+    )?;
+    runner.run(
+        &Cmd::new("installing GRUB for UEFI", "grub-install")
+            .args([
+                "--target=x86_64-efi",
+                &format!("--efi-directory={TARGET}/boot/efi"),
+                &format!("--boot-directory={TARGET}/boot"),
+                "--removable",
+                "--no-nvram",
+            ])
+            .timeout(Duration::from_secs(600)),
+    )?;
+    progress.say(&format!(
+        "installed GRUB (BIOS and UEFI) in {:.1}s",
+        t.elapsed().as_secs_f64()
+    ));
     Ok(())
 }
 
