@@ -155,18 +155,26 @@ impl Cloud {
         self.request_url(method, &url, body)
     }
 
+    /// [`Cloud::request`], with a 4xx answer given back as a value (the
+    /// 404 or 401 a caller expects) rather than as an error.
+    pub fn try_request(
+        &self,
+        method: Method,
+        service_type: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Result<Value, ApiError>> {
+        let url = format!("{}{path}", self.endpoint(service_type)?);
+        match answer(&self.http, method, &url, Some(&self.token), body)? {
+            Ok(resp) => Ok(Ok(json_of(resp, &url)?)),
+            Err(refused) => Ok(Err(refused)),
+        }
+    }
+
     /// A JSON request to a full URL.
     pub fn request_url(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value> {
         let resp = send(&self.http, method, url, Some(&self.token), body)?;
-        if resp.status() == reqwest::StatusCode::NO_CONTENT {
-            return Ok(Value::Null);
-        }
-        let text = resp.text().context("reading a response")?;
-        if text.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_str(&text)
-            .with_context(|| format!("{url} answered with something that is not JSON"))
+        json_of(resp, url)
     }
 
     pub fn get(&self, service_type: &str, path: &str) -> Result<Value> {
@@ -178,8 +186,20 @@ impl Cloud {
     }
 }
 
-/// Send a request, retrying connection errors and 5xx a bounded number of
-/// times; 4xx are returned as [`ApiError`] at once.
+/// A response's JSON body (`null` when it has none).
+fn json_of(resp: Response, url: &str) -> Result<Value> {
+    if resp.status() == reqwest::StatusCode::NO_CONTENT {
+        return Ok(Value::Null);
+    }
+    let text = resp.text().context("reading a response")?;
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&text)
+        .with_context(|| format!("{url} answered with something that is not JSON"))
+}
+
+/// [`answer`], a 4xx as an error.
 fn send(
     http: &Client,
     method: Method,
@@ -187,6 +207,18 @@ fn send(
     token: Option<&Secret>,
     body: Option<&Value>,
 ) -> Result<Response> {
+    Ok(answer(http, method, url, token, body)??)
+}
+
+/// Send a request, retrying connection errors and 5xx a bounded number of
+/// times; a 4xx is the inner [`ApiError`], at once.
+fn answer(
+    http: &Client,
+    method: Method,
+    url: &str,
+    token: Option<&Secret>,
+    body: Option<&Value>,
+) -> Result<Result<Response, ApiError>> {
     let mut last = None;
     for attempt in 1..=ATTEMPTS {
         let mut req = http
@@ -213,16 +245,15 @@ fn send(
                 }));
             }
             Ok(r) if r.status().is_client_error() => {
-                return Err(ApiError {
+                return Ok(Err(ApiError {
                     method: method.to_string(),
                     url: url.to_string(),
                     status: r.status().as_u16(),
                     body: crate::terminal_text::head(&r.text().unwrap_or_default(), 500)
                         .to_string(),
-                }
-                .into());
+                }));
             }
-            Ok(r) => return Ok(r),
+            Ok(r) => return Ok(Ok(r)),
             Err(e) => last = Some(anyhow::Error::new(e).context(format!("{method} {url}"))),
         }
         if attempt < ATTEMPTS {

@@ -87,15 +87,10 @@ pub fn ensure_user(
 fn password_works(cloud: &Cloud, name: &str, password: &Secret) -> Result<bool> {
     let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
         "name": name, "domain": {"id": "default"}, "password": password.expose()}}}}});
-    match cloud.request(Method::POST, "identity", "/auth/tokens", Some(&body)) {
+    match cloud.try_request(Method::POST, "identity", "/auth/tokens", Some(&body))? {
         Ok(_) => Ok(true),
-        Err(e)
-            if e.downcast_ref::<super::ApiError>()
-                .is_some_and(|a| a.status == 401) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(e),
+        Err(refused) if refused.status == 401 => Ok(false),
+        Err(refused) => Err(refused.into()),
     }
 }
 
@@ -113,15 +108,10 @@ pub fn grant(cloud: &Cloud, project_id: &str, user_id: &str, role_id: &str) -> R
 /// Take `role` on a project away from a user, if it has it.
 pub fn revoke(cloud: &Cloud, project_id: &str, user_id: &str, role_id: &str) -> Result<()> {
     let path = format!("/projects/{project_id}/users/{user_id}/roles/{role_id}");
-    match cloud.request(Method::DELETE, "identity", &path, None) {
+    match cloud.try_request(Method::DELETE, "identity", &path, None)? {
         Ok(_) => Ok(()),
-        Err(e)
-            if e.downcast_ref::<super::ApiError>()
-                .is_some_and(|a| a.status == 404) =>
-        {
-            Ok(())
-        }
-        Err(e) => Err(e),
+        Err(refused) if refused.status == 404 => Ok(()),
+        Err(refused) => Err(refused.into()),
     }
 }
 
