@@ -149,7 +149,7 @@ fn drop_databases(host: &Host, services: &[&ServiceRecipe]) -> Vec<String> {
     if !sql.is_empty() {
         best_effort(
             host,
-            crate::deploy::service::mariadb::script("dropping the databases".into(), sql),
+            crate::openstack::mariadb::script("dropping the databases".into(), sql),
         );
     }
     dropped

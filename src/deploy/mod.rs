@@ -17,7 +17,6 @@ use crate::engine::{Phase, Step};
 use crate::recipes::{Recipes, ServicePhase, ServiceRecipe, Values};
 use crate::types::PackageSource;
 use anyhow::Result;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -129,15 +128,4 @@ impl Plan {
         }
         Ok(Phase { name, steps })
     }
-}
-
-/// A short digest of `parts`, for step fingerprints. Secrets may be among
-/// the parts: only their digest reaches the journal.
-pub fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update((p.len() as u64).to_le_bytes());
-        h.update(p);
-    }
-    hex::encode(&h.finalize()[..12])
 }

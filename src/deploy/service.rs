@@ -3,7 +3,6 @@
 //! only when the service's configuration changed since they last started.
 
 mod database;
-pub mod mariadb;
 mod schema_sync;
 mod setup;
 mod units;

@@ -217,5 +217,17 @@ fn run_step(step: &dyn Step, host: &Host, journal: &mut Journal) -> Result<Outco
     Ok(Outcome::Applied)
 }
 
+/// A short digest of `parts`, for step fingerprints. Secrets may be among
+/// the parts: only their digest reaches the journal.
+pub fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    hex::encode(&h.finalize()[..12])
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,10 @@
 //! A node's own MariaDB user on the control plane: made over TLS only with
 //! every privilege on the databases its recipe names, and dropped with the
 //! sessions it still has. The SQL is the control plane's own
-//! ([`crate::deploy::service::mariadb`]).
+//! ([`super::mariadb`]).
 
-use crate::deploy::service::mariadb;
 use crate::host::Host;
+use crate::openstack::mariadb;
 use crate::secrets::Secret;
 use anyhow::Result;
 

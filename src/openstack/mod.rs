@@ -10,7 +10,10 @@
 //!   zones, placing and removing hosts, their compute services' state.
 //! - [`southbound`]: the OVN southbound as [`southbound::Southbound`]:
 //!   chassis that answer, cutting a chassis off, the options neutron reads.
-//! - [`messaging`] and [`database`]: a node's RabbitMQ and MariaDB users.
+//! - [`messaging`] and [`database`]: a node's RabbitMQ and MariaDB users;
+//!   [`mariadb`]: the `mysql` commands (queries, scripts on stdin, the SQL
+//!   of a user and its grants) the control plane's own databases are made
+//!   with too.
 //! - [`accounts`]: a node's users across all of them, as
 //!   [`accounts::NodeAccounts`].
 //! - [`bootstrap`]: the control plane's own OpenStack setup, as steps.
@@ -21,6 +24,7 @@ pub mod client;
 pub mod compute;
 pub mod database;
 pub mod identity;
+pub mod mariadb;
 pub mod messaging;
 pub mod southbound;
 

@@ -355,6 +355,9 @@ fn control_plane_phases(
             Phase {
                 name: "verify",
                 steps: vec![Box::new(bootstrap::Verify {
+                    trusted_cas: |files| {
+                        crate::certs::authority::Authorities::new(files).trusted_pem()
+                    },
                     values: values.clone(),
                     catalog,
                     compute_hosts: if compute {

@@ -1,9 +1,9 @@
 //! A service's database and its user, created with the password from the
 //! store; the SQL (and the password) reach mysql on stdin only.
 
-use super::mariadb;
-use crate::deploy::digest;
+use crate::engine::digest;
 use crate::engine::{Context, Step};
+use crate::openstack::mariadb;
 use crate::recipes::{DatabaseRecipe, Values};
 use anyhow::{Result, bail};
 

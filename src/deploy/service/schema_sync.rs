@@ -7,9 +7,9 @@
 //! a later run means the sync never ended: it runs again, from empty
 //! databases when they were empty before it.
 
-use super::mariadb;
 use crate::engine::Context;
 use crate::host::FileSpec;
+use crate::openstack::mariadb;
 use anyhow::{Context as _, Result, bail};
 
 /// Where the records of started syncs live. Left out of backups: a sync

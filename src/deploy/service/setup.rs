@@ -2,7 +2,7 @@
 //! the recipe's user with passwords in the environment, retried as it allows.
 
 use super::schema_sync::SchemaSync;
-use crate::deploy::digest;
+use crate::engine::digest;
 use crate::engine::{Context, Step};
 use crate::host::Cmd;
 use crate::recipes::{SetupCommand, Values, render_str};
@@ -39,7 +39,7 @@ impl Check {
     fn command(&self, what: String) -> Cmd {
         match self {
             Check::Command(argv) => Cmd::new(what, argv[0].clone()).args(argv[1..].iter().cloned()),
-            Check::Sql(query) => super::mariadb::query(what, query),
+            Check::Sql(query) => crate::openstack::mariadb::query(what, query),
         }
         .timeout(Duration::from_secs(120))
         .read_only()

@@ -2,7 +2,7 @@
 //! started and restarted only when their configuration changed, and one
 //! daemon-reload when a unit file dcn writes changed.
 
-use crate::deploy::digest;
+use crate::engine::digest;
 use crate::engine::{Context, Step};
 use crate::host::systemd::Systemd;
 use crate::recipes::{ServiceRecipe, Values};

@@ -2,7 +2,7 @@
 //! catalog step (the `service` project, a user per service, each service
 //! and its endpoints), done only while keystone really lists them.
 
-use crate::deploy::digest;
+use crate::engine::digest;
 use crate::engine::{Context, Step};
 use crate::openstack::{Cloud, Credentials, identity};
 use crate::recipes::{Recipes, Values, render_str};

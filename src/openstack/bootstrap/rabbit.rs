@@ -2,7 +2,7 @@
 //! user for the control plane's services (nodes get their own,
 //! [`crate::openstack::messaging`]).
 
-use crate::deploy::digest;
+use crate::engine::digest;
 use crate::engine::{Context, Step};
 use crate::host::Cmd;
 use crate::secrets::Secret;

@@ -22,6 +22,9 @@ pub struct Verify {
     pub catalog: Vec<String>,
     /// Compute hosts whose nova-compute must be up.
     pub compute_hosts: Vec<String>,
+    /// The CAs a client of the public endpoints trusts, read when the
+    /// check runs (the secrets phase may have just made them).
+    pub trusted_cas: fn(&crate::host::Files) -> Result<String>,
 }
 
 impl Verify {
@@ -97,7 +100,7 @@ impl Step for Verify {
         let started = Instant::now();
         // Through the public TLS endpoints, as clients and edges see them.
         let creds = admin_credentials(&self.values, true)?;
-        let ca = Some(crate::certs::authority::Authorities::new(&ctx.host.files).trusted_pem()?);
+        let ca = Some((self.trusted_cas)(&ctx.host.files)?);
         let mut last;
         loop {
             last = match Cloud::login(&creds, ca.as_deref()) {
