@@ -181,7 +181,9 @@ pub fn parse_manifest(recipes: &Recipes, bytes: &[u8]) -> Result<Manifest, Bundl
     }
     let manifest: Manifest = crate::config::parse(yaml, MANIFEST).map_err(BundleError::Manifest)?;
     manifest.validate(recipes).map_err(|p| {
-        let path: Vec<&str> = p.path.split('.').collect();
+        // `hosts[0].names` is the path `hosts`, `0`, `names`.
+        let dotted = p.path.replace('[', ".").replace(']', "");
+        let path: Vec<&str> = dotted.split('.').collect();
         BundleError::Manifest(ConfigError::located(yaml, MANIFEST, &path, p.message))
     })?;
     Ok(manifest)

@@ -1,5 +1,6 @@
 //! What makes a set of recipes whole, checked as they load: a broken
-//! recipe is an error that names it, never a surprise at deploy time.
+//! recipe is an error that names its file and line
+//! ([`Recipes::error_at`]), never a surprise at deploy time.
 
 use super::{Recipes, ServicePhase};
 use anyhow::{Result, bail};
@@ -12,11 +13,14 @@ pub(super) fn config_keys_unique(recipes: &Recipes) -> Result<()> {
         if let Some(c) = &s.custom_config
             && let Some(other) = keys.insert(&c.config_key, &s.service)
         {
-            bail!(
-                "services {other} and {} both take the config key {:?}",
-                s.service,
-                c.config_key
-            );
+            return Err(recipes.error_at(
+                &s.service,
+                &["customConfig", "configKey"],
+                format!(
+                    "services {other} and {} both take the config key {:?}",
+                    s.service, c.config_key
+                ),
+            ));
         }
     }
     Ok(())
@@ -26,14 +30,15 @@ pub(super) fn config_keys_unique(recipes: &Recipes) -> Result<()> {
 /// schema it may rebuild is one of its service's own databases.
 pub(super) fn setup_commands(recipes: &Recipes) -> Result<()> {
     for s in recipes.services.values() {
-        for c in &s.setup {
+        for (i, c) in s.setup.iter().enumerate() {
+            let at = i.to_string();
             let ways = [c.check.is_some(), c.check_sql.is_some(), c.rerun];
             if ways.iter().filter(|w| **w).count() != 1 {
-                bail!(
+                return Err(recipes.error_at(&s.service, &["setup", &at], format!(
                     "setup command {} of {} needs exactly one of `check` (a read-only command whose success means its effect is there), `checkSql` (a query that returns a row when it is) and `rerun: true` (cheap and idempotent, run every time): a re-run must not take the journal's word for what another program stored",
                     c.name,
                     s.service
-                );
+                )));
             }
             let own = s
                 .database
@@ -41,12 +46,12 @@ pub(super) fn setup_commands(recipes: &Recipes) -> Result<()> {
                 .map(|d| d.names.as_slice())
                 .unwrap_or(&[]);
             if let Some(db) = c.schema.iter().find(|db| !own.contains(db)) {
-                bail!(
+                return Err(recipes.error_at(&s.service, &["setup", &at, "schema"], format!(
                     "setup command {} of {} names the schema of database {db}, which is not one of the service's own databases ({}): a sync that starts again from empty databases may drop only its own",
                     c.name,
                     s.service,
                     own.join(", ")
-                );
+                )));
             }
         }
     }
@@ -59,17 +64,22 @@ pub(super) fn tls_frontends(recipes: &Recipes) -> Result<()> {
     let mut frontends: BTreeMap<&str, &str> = BTreeMap::new();
     for s in recipes.services.values() {
         for (name, port) in &s.tls_frontends {
+            let at = ["tlsFrontends", name.as_str()];
             if !s.ports.contains(port) {
-                bail!(
+                return Err(recipes.error_at(&s.service, &at, format!(
                     "TLS frontend {name} of {} is on port {port}, which is not one of the service's `ports` (preflight checks those)",
                     s.service
-                );
+                )));
             }
             if let Some(other) = frontends.insert(name, &s.service) {
-                bail!(
-                    "services {other} and {} both declare TLS frontend {name:?}",
-                    s.service
-                );
+                return Err(recipes.error_at(
+                    &s.service,
+                    &at,
+                    format!(
+                        "services {other} and {} both declare TLS frontend {name:?}",
+                        s.service
+                    ),
+                ));
             }
         }
     }
@@ -81,24 +91,30 @@ pub(super) fn tls_frontends(recipes: &Recipes) -> Result<()> {
 pub(super) fn backup_and_renewal(recipes: &Recipes) -> Result<()> {
     let mut parts = std::collections::BTreeSet::new();
     for s in recipes.services.values() {
-        for b in &s.backup {
+        for (i, b) in s.backup.iter().enumerate() {
+            let at = ["backup", &i.to_string()];
+            let err = |m: String| recipes.error_at(&s.service, &at, m);
             b.check()
-                .map_err(|e| anyhow::anyhow!("backup part {} of {}: {e}", b.name, s.service))?;
+                .map_err(|e| err(format!("backup part {} of {}: {e}", b.name, s.service)))?;
             if b.dump.is_some() && s.phase != ServicePhase::Infrastructure {
-                bail!(
+                return Err(err(format!(
                     "backup part {} of {}: dumps are loaded back right after the infrastructure phase, so only its services may make them",
-                    b.name,
-                    s.service
-                );
+                    b.name, s.service
+                )));
             }
             if !parts.insert(b.name.clone()) {
-                bail!("two backup parts are called {}", b.name);
+                return Err(err(format!("two backup parts are called {}", b.name)));
             }
         }
-        for c in &s.certificates {
-            c.on_renew
-                .check()
-                .map_err(|e| anyhow::anyhow!("certificate {} of {}: {e}", c.leaf, s.service))?;
+        for (i, c) in s.certificates.iter().enumerate() {
+            let at = ["certificates", &i.to_string(), "onRenew"];
+            c.on_renew.check().map_err(|e| {
+                recipes.error_at(
+                    &s.service,
+                    &at,
+                    format!("certificate {} of {}: {e}", c.leaf, s.service),
+                )
+            })?;
         }
     }
     Ok(())

@@ -37,6 +37,8 @@ pub const RELEASE: &str = "debian-12";
 pub struct Recipes {
     pub roles: BTreeMap<String, RoleRecipe>,
     pub services: BTreeMap<String, ServiceRecipe>,
+    /// Each service's recipe text, for errors that name its line.
+    texts: BTreeMap<String, String>,
 }
 
 impl Recipes {
@@ -49,6 +51,7 @@ impl Recipes {
     pub fn from_files(files: impl IntoIterator<Item = (String, String)>) -> Result<Recipes> {
         let mut roles = BTreeMap::new();
         let mut services = BTreeMap::new();
+        let mut texts = BTreeMap::new();
         for (path, text) in files {
             let Some(rest) = path.strip_prefix(&format!("{RELEASE}/")) else {
                 continue;
@@ -78,9 +81,14 @@ impl Recipes {
                     );
                 }
                 services.insert(name.to_string(), s);
+                texts.insert(name.to_string(), text);
             }
         }
-        let recipes = Recipes { roles, services };
+        let recipes = Recipes {
+            roles,
+            services,
+            texts,
+        };
         recipes.check()?;
         Ok(recipes)
     }
@@ -105,6 +113,14 @@ impl Recipes {
         site_credentials::check(self)?;
         checks::compute_links(self)?;
         checks::roles_name_services(self)
+    }
+
+    /// An error in `service`'s recipe at `path` (keys, or indexes of
+    /// sequence items), with the file, line and column.
+    pub(crate) fn error_at(&self, service: &str, path: &[&str], message: String) -> anyhow::Error {
+        let file = format!("recipes/{RELEASE}/services/{service}.yaml");
+        let text = self.texts.get(service).map(String::as_str).unwrap_or("");
+        crate::yaml::parse::ConfigError::located(text, &file, path, message).into()
     }
 
     pub fn role(&self, name: &str) -> Result<&RoleRecipe> {

@@ -204,6 +204,10 @@ fn a_schema_sync_may_name_only_its_services_own_databases() {
     assert!(load(recipe("[x]")).is_ok());
     let e = load(recipe("[keystone]")).unwrap_err().to_string();
     assert!(
+        e.starts_with("recipes/debian-12/services/x.yaml:9:3: setup.0.schema: "),
+        "{e}"
+    );
+    assert!(
         e.contains("names the schema of database keystone") && e.contains("(x)"),
         "{e}"
     );
@@ -221,6 +225,13 @@ fn a_tls_frontend_must_be_on_its_services_port_and_its_own() {
     };
     let e = with("ports: [8776]\ntlsFrontends: {cinder: 8777}\n");
     assert!(e.contains("not one of the service's `ports`"), "{e}");
+    // Named where it is: the file, the line and column of the frontend.
+    assert!(
+        e.starts_with(&format!(
+            "recipes/{RELEASE}/services/extra.yaml:5:16: tlsFrontends.cinder: "
+        )),
+        "{e}"
+    );
     let e = with("ports: [8776]\ntlsFrontends: {nova: 8776}\n");
     assert!(e.contains("both declare TLS frontend \"nova\""), "{e}");
 }
