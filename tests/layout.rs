@@ -1,7 +1,10 @@
 //! The crate's layout, as lib.rs maps it, held true: the control plane's side
 //! (`centre`) and the edge's side (`edge`) never use each other, what both
 //! share uses neither of them nor the commands above it, no modules import
-//! each other in a circle, and every module says what it owns.
+//! each other in a circle, and every module says what it owns. And two
+//! rules of what lives where: only the commands load the catalogue (the
+//! rest is handed it), and only `openstack` speaks to the services under
+//! the cloud (their tools and admin APIs).
 //!
 //! Read from the source text: every `crate::a::b` path outside tests is an
 //! arrow from the module that writes it to module `a` (to `a::b` when `a` is
@@ -346,4 +349,67 @@ fn the_catalogue_is_loaded_where_a_command_starts_and_passed_in() {
         &format!("fn g() {{}}\n#[cfg(test)]\nmod tests {{\n{load}}}\n"),
     );
     assert_eq!(catalogue_loaders(tree.path()), ["centre/serve.rs"]);
+}
+
+/// What only `openstack` may say to the services under the cloud: their
+/// command-line tools and their APIs' admin paths.
+const SERVICE_PROTOCOL: [&str; 10] = [
+    "\"rabbitmqctl\"",
+    "\"ovn-sbctl\"",
+    "\"ovn-nbctl\"",
+    "\"ovn-appctl\"",
+    "\"nova-manage\"",
+    "\"keystone-manage\"",
+    "\"mysql\"",
+    "\"/os-services",
+    "\"/os-aggregates",
+    "/resource_providers",
+];
+
+/// Files under `root` outside `openstack` whose code (not their tests or
+/// comments) speaks one of [`SERVICE_PROTOCOL`], with what they say.
+fn speaking_to_services(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    sources(root, &mut files);
+    files
+        .iter()
+        .filter(|f| !f.starts_with(root.join("openstack")))
+        .flat_map(|f| {
+            let text = code(&std::fs::read_to_string(f).unwrap());
+            let name = f.strip_prefix(root).unwrap().display().to_string();
+            (SERVICE_PROTOCOL.iter())
+                .filter(move |p| text.contains(*p))
+                .map(move |p| format!("{name}: {p}"))
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_openstack_module_speaks_to_the_services() {
+    // RabbitMQ, MariaDB, OVN's databases, nova's and placement's admin
+    // APIs: everything else reaches them through openstack's traits.
+    let speaking = speaking_to_services(&src());
+    assert!(
+        speaking.is_empty(),
+        "these speak to the services directly; put it behind src/openstack: {speaking:?}"
+    );
+    // The check sees it where it is, and not in comments or tests.
+    let tree = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let p = tree.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let call = "fn f() { Cmd::new(\"x\", \"rabbitmqctl\"); }\n";
+    write("openstack/messaging.rs", call);
+    write("centre/sites/admin.rs", call);
+    write("centre/serve/placer.rs", "// runs \"nova-manage\" \n");
+    write(
+        "edge/join.rs",
+        "fn g() {}\n#[cfg(test)]\nmod tests {\n fn t() { get(\"/os-services\"); }\n}\n",
+    );
+    assert_eq!(
+        speaking_to_services(tree.path()),
+        ["centre/sites/admin.rs: \"rabbitmqctl\""]
+    );
 }
