@@ -43,6 +43,39 @@ pub struct Exported {
     pub max_uses: u32,
 }
 
+/// The site, new, revoked (then re-admitted) or known, with its zone;
+/// whether it was made (or re-admitted) now. Its nodes get their
+/// credentials when they join.
+fn admit_site(host: &Host, registry: &Registry, site_name: &str) -> Result<bool> {
+    let existing = registry.site(site_name)?;
+    let site_created = existing.as_ref().is_none_or(|s| s.revoked_at.is_some());
+    let aggregate = Nova::admin(host)?.ensure_zone(site_name)?;
+    registry.save_site(&Site {
+        name: site_name.to_string(),
+        created_at: match &existing {
+            Some(s) if s.revoked_at.is_none() => s.created_at.clone(),
+            _ => rfc3339(SystemTime::now()),
+        },
+        aggregate_id: Some(aggregate),
+        revoked_at: None,
+    })?;
+    Ok(site_created)
+}
+
+/// The bundle's lifetime and uses: the command line's, else the config's.
+fn limits(
+    opts: &ExportOptions,
+    config: &crate::config::StandaloneConfig,
+) -> Result<(std::time::Duration, u32)> {
+    // The saved config's bundle.ttl was checked when it was parsed.
+    let ttl = opts.ttl.unwrap_or(config.bundle.ttl.0);
+    let max_uses = opts.max_uses.unwrap_or(config.bundle.max_uses);
+    if max_uses == 0 {
+        bail!("bundle.maxUses in {CONFIG_FILE} must be at least 1");
+    }
+    Ok((ttl, max_uses))
+}
+
 /// Export a join bundle for `opts.site`. The options are checked before
 /// anything is read, created or written.
 pub fn export(recipes: &Recipes, host: &Host, opts: &ExportOptions) -> Result<Exported> {
@@ -57,12 +90,7 @@ pub fn export(recipes: &Recipes, host: &Host, opts: &ExportOptions) -> Result<Ex
         .filter(|d| d.roles.iter().any(|r| r == "controller"))
         .context("this host is not a dcn control plane: run `dcn standalone init` first")?;
     let config = saved_config(files)?;
-    // The saved config's bundle.ttl was checked when it was parsed.
-    let ttl = opts.ttl.unwrap_or(config.bundle.ttl.0);
-    let max_uses = opts.max_uses.unwrap_or(config.bundle.max_uses);
-    if max_uses == 0 {
-        bail!("bundle.maxUses in {CONFIG_FILE} must be at least 1");
-    }
+    let (ttl, max_uses) = limits(opts, &config)?;
     // During a CA rotation the new CA signs (and is pinned); the one the
     // services still present is trusted beside it.
     let authorities = crate::certs::authority::Authorities::new(files);
@@ -73,21 +101,8 @@ pub fn export(recipes: &Recipes, host: &Host, opts: &ExportOptions) -> Result<Ex
     let registry = Registry::new(files);
     let _lock = registry.lock()?;
 
-    // The site: new, revoked (re-admitted) or known. Its nodes get their
-    // credentials when they join.
     let site_name = opts.site.as_str();
-    let existing = registry.site(site_name)?;
-    let site_created = existing.as_ref().is_none_or(|s| s.revoked_at.is_some());
-    let aggregate = Nova::admin(host)?.ensure_zone(site_name)?;
-    registry.save_site(&Site {
-        name: site_name.to_string(),
-        created_at: match &existing {
-            Some(s) if s.revoked_at.is_none() => s.created_at.clone(),
-            _ => rfc3339(SystemTime::now()),
-        },
-        aggregate_id: Some(aggregate),
-        revoked_at: None,
-    })?;
+    let site_created = admit_site(host, &registry, site_name)?;
 
     // The token, stored as its hash only.
     let token = JoinToken::generate();
