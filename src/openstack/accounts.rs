@@ -30,7 +30,7 @@ pub struct ControlPlaneAccounts {
 
 impl ControlPlaneAccounts {
     fn cloud(&self) -> Result<super::Cloud> {
-        super::client::admin_of_this_control_plane(&self.host)
+        super::client::admin(&self.host)
     }
 }
 

@@ -26,8 +26,10 @@ pub struct Credentials {
     pub interface: String,
 }
 
-/// The admin on this control plane, through its loopback endpoints.
-pub fn admin(host: &crate::host::Host, region: &str) -> Result<Cloud> {
+/// The admin of the control plane on `host`, through its loopback
+/// endpoints, in the region of its saved config.
+pub fn admin(host: &crate::host::Host) -> Result<Cloud> {
+    let config = crate::deployment::saved_config(&host.files)?;
     let passwords = crate::passwords::PasswordStore::load(&host.files)?;
     Cloud::login(
         &Credentials {
@@ -35,18 +37,12 @@ pub fn admin(host: &crate::host::Host, region: &str) -> Result<Cloud> {
             username: "admin".into(),
             password: passwords.get("keystone_admin")?.clone(),
             project: "admin".into(),
-            region: region.into(),
+            region: config.control_plane.region.to_string(),
             interface: "internal".into(),
         },
         None,
     )
     .context("logging in to the control plane as admin (is `dcn standalone init` finished?)")
-}
-
-/// The admin, in the region of the control plane's saved config.
-pub fn admin_of_this_control_plane(host: &crate::host::Host) -> Result<Cloud> {
-    let config = crate::deployment::saved_config(&host.files)?;
-    admin(host, config.control_plane.region.as_str())
 }
 
 /// An authenticated session.

@@ -58,7 +58,7 @@ impl Nova {
     /// Log in as the admin of the control plane on `host`.
     pub fn admin(host: &Host) -> Result<Nova> {
         Ok(Nova {
-            cloud: super::client::admin_of_this_control_plane(host)?,
+            cloud: super::client::admin(host)?,
             host: host.clone(),
         })
     }
@@ -181,12 +181,6 @@ impl ComputeCloud for Nova {
     }
 
     fn host_view(&self, hostname: &str, aggregate: Option<u64>) -> Result<HostView> {
-        self.host_view_of(hostname, aggregate)
-    }
-}
-
-impl Nova {
-    fn host_view_of(&self, hostname: &str, aggregate: Option<u64>) -> Result<HostView> {
         let services = self.cloud.get(
             "compute",
             &format!("/os-services?binary=nova-compute&host={hostname}"),
@@ -210,7 +204,9 @@ impl Nova {
                 .is_some_and(|a| !a.is_empty()),
         })
     }
+}
 
+impl Nova {
     fn in_aggregate(&self, aggregate: u64, hostname: &str) -> Result<bool> {
         let v = self
             .cloud
