@@ -311,6 +311,14 @@ fn every_module_says_what_it_owns() {
     );
 }
 
+/// Write a made-up source file at `path` under `root`, for the checks'
+/// own tests.
+fn write_source(root: &Path, path: &str, text: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
 /// Files under `root` (a source tree), outside `app` and `recipes`, that
 /// load the catalogue themselves.
 fn catalogue_loaders(root: &Path) -> Vec<String> {
@@ -336,11 +344,7 @@ fn the_catalogue_is_loaded_where_a_command_starts_and_passed_in() {
     );
     // The check sees a load where there is one, and not in a file's tests.
     let tree = tempfile::tempdir().unwrap();
-    let write = |path: &str, text: &str| {
-        let p = tree.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let write = |path: &str, text: &str| write_source(tree.path(), path, text);
     let load = "fn f() { let r = Recipes::embedded(); }\n";
     write("app/mod.rs", load);
     write("centre/serve.rs", load);
@@ -395,11 +399,7 @@ fn only_the_openstack_module_speaks_to_the_services() {
     );
     // The check sees it where it is, and not in comments or tests.
     let tree = tempfile::tempdir().unwrap();
-    let write = |path: &str, text: &str| {
-        let p = tree.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let write = |path: &str, text: &str| write_source(tree.path(), path, text);
     let call = "fn f() { Cmd::new(\"x\", \"rabbitmqctl\"); }\n";
     write("openstack/messaging.rs", call);
     write("centre/sites/admin.rs", call);

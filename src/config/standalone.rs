@@ -183,7 +183,8 @@ pub struct Services(BTreeMap<String, ServiceConfig>);
 
 impl Services {
     /// Every configurable service of `recipes`, each with the defaults:
-    /// what `dcn config defaults` shows.
+    /// what `dcn config defaults` shows (its test compares the two).
+    #[cfg(test)]
     pub fn all_defaults(recipes: &Recipes) -> Services {
         Services(
             (recipes.config_keys().into_keys())

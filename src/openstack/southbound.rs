@@ -59,7 +59,7 @@ pub const NEUTRON_READS_FROM_EXTERNAL_IDS: &[&str] =
 
 /// The rows of a southbound table, each cell a JSON value as ovn-sbctl's
 /// `--format=json` gives it.
-pub fn sb_list(runner: &dyn Runner, table: &str, columns: &str) -> Result<Vec<Vec<Value>>> {
+fn sb_list(runner: &dyn Runner, table: &str, columns: &str) -> Result<Vec<Vec<Value>>> {
     let out = runner.run(
         &Cmd::new(
             format!("reading the OVN southbound {table} table"),
@@ -78,7 +78,7 @@ pub fn sb_list(runner: &dyn Runner, table: &str, columns: &str) -> Result<Vec<Ve
 }
 
 /// `{"data": [[cell, …], …], "headings": […]}` as rows of cells.
-pub fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
+fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
     let v: Value = serde_json::from_str(text)?;
     Ok(v["data"]
         .as_array()
@@ -89,7 +89,7 @@ pub fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
 }
 
 /// An OVSDB map cell, `["map", [[key, value], …]]`.
-pub fn map_cell(v: &Value) -> BTreeMap<String, String> {
+fn map_cell(v: &Value) -> BTreeMap<String, String> {
     v.get(1)
         .and_then(Value::as_array)
         .into_iter()
@@ -103,7 +103,7 @@ pub fn map_cell(v: &Value) -> BTreeMap<String, String> {
 /// never writes `external_ids`, and recreates its chassis row when it
 /// restarts, so the join service runs this periodically. Returns the
 /// chassis it updated.
-pub fn mirror_chassis_options(runner: &dyn Runner) -> Result<Vec<String>> {
+fn mirror_chassis_options(runner: &dyn Runner) -> Result<Vec<String>> {
     let rows = sb_list(runner, "Chassis", "name,other_config,external_ids")?;
     let mut updated = Vec::new();
     for row in rows {
@@ -136,10 +136,7 @@ pub fn mirror_chassis_options(runner: &dyn Runner) -> Result<Vec<String>> {
 
 /// OVN chassis by host name: up when the chassis processed a fresh
 /// `nb_cfg` within `answer` (normally [`CHASSIS_ANSWER`]), down otherwise.
-pub fn chassis_states(
-    runner: &dyn Runner,
-    answer: Duration,
-) -> Result<BTreeMap<String, PlaneState>> {
+fn chassis_states(runner: &dyn Runner, answer: Duration) -> Result<BTreeMap<String, PlaneState>> {
     let chassis = sb_list(runner, "Chassis", "name,hostname")?;
     let names: BTreeMap<String, String> = chassis
         .iter()
@@ -196,7 +193,7 @@ fn chassis_nb_cfg(runner: &dyn Runner) -> Result<BTreeMap<String, i64>> {
 /// Cut nodes off the SB once the list of client CAs it trusts no longer
 /// holds theirs: every SB client reconnects (the SB reads the new list
 /// first), then their chassis rows go. A chassis already gone is fine.
-pub fn cut_off(runner: &dyn Runner, hostnames: &[String]) -> Result<()> {
+fn cut_off(runner: &dyn Runner, hostnames: &[String]) -> Result<()> {
     let out = runner.run(
         &Cmd::new(
             "making the OVN southbound drop its connections",
