@@ -7,6 +7,7 @@
 //! written; the would-be changes and their diffs are collected instead.
 
 mod spec;
+mod tree;
 
 pub use spec::FileSpec;
 
@@ -68,39 +69,48 @@ impl Files {
     }
 
     /// Where the system path `path` (absolute, no `..`) lives on this machine.
-    pub fn host_path(&self, path: &str) -> Result<PathBuf> {
-        let p = Path::new(path);
+    pub fn host_path(&self, path: impl AsRef<Path>) -> Result<PathBuf> {
+        let path = path.as_ref();
+        let p = path;
         if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
-            bail!("internal error: {path:?} is not an absolute, normalised path");
+            bail!(
+                "internal error: {} is not an absolute, normalised path",
+                path.display()
+            );
         }
         Ok(self.root.join(p.strip_prefix("/").expect("absolute")))
     }
 
-    pub fn exists(&self, path: &str) -> Result<bool> {
+    pub fn exists(&self, path: impl AsRef<Path>) -> Result<bool> {
+        let path = path.as_ref();
         Ok(self.host_path(path)?.exists())
     }
 
     /// The contents of `path`, or `None` when it does not exist. It must be
     /// a regular file (or a symbolic link to one) of at most
     /// [`read::MAX_STATE`] bytes ([`super::read`]).
-    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+    pub fn read(&self, path: impl AsRef<Path>) -> Result<Option<Vec<u8>>> {
+        let path = path.as_ref();
         self.read_with(path, &ReadSpec::up_to(read::MAX_STATE))
     }
 
     /// The contents of `path` as text, or `None` when it does not exist.
-    pub fn read_string(&self, path: &str) -> Result<Option<String>> {
+    pub fn read_string(&self, path: impl AsRef<Path>) -> Result<Option<String>> {
+        let path = path.as_ref();
         self.read_string_with(path, &ReadSpec::up_to(read::MAX_STATE))
     }
 
     /// A secret of dcn's own (a key, credentials, passwords) as text, or
     /// `None` when it does not exist: refused unless it is private and
     /// root's ([`read::Secrecy::Own`]).
-    pub fn read_secret(&self, path: &str) -> Result<Option<String>> {
+    pub fn read_secret(&self, path: impl AsRef<Path>) -> Result<Option<String>> {
+        let path = path.as_ref();
         self.read_string_with(path, &ReadSpec::up_to(read::MAX_SECRET).own_secret())
     }
 
     /// [`Self::read`] as `spec` says.
-    pub fn read_with(&self, path: &str, spec: &ReadSpec) -> Result<Option<Vec<u8>>> {
+    pub fn read_with(&self, path: impl AsRef<Path>, spec: &ReadSpec) -> Result<Option<Vec<u8>>> {
+        let path = path.as_ref();
         match read::read(&self.host_path(path)?, spec) {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.is_not_found() => Ok(None),
@@ -109,12 +119,17 @@ impl Files {
     }
 
     /// [`Self::read_with`] as text.
-    pub fn read_string_with(&self, path: &str, spec: &ReadSpec) -> Result<Option<String>> {
+    pub fn read_string_with(
+        &self,
+        path: impl AsRef<Path>,
+        spec: &ReadSpec,
+    ) -> Result<Option<String>> {
+        let path = path.as_ref();
         match self.read_with(path, spec)? {
             None => Ok(None),
             Some(b) => String::from_utf8(b)
                 .map(Some)
-                .with_context(|| format!("{path} is not UTF-8 text")),
+                .with_context(|| format!("{} is not UTF-8 text", path.display())),
         }
     }
 
@@ -133,7 +148,13 @@ impl Files {
 
     /// Write `contents` to `path` atomically with `spec`'s mode and owner.
     /// Missing parent directories are created 0755.
-    pub fn write(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<Change> {
+    pub fn write(
+        &self,
+        path: impl AsRef<Path>,
+        contents: &[u8],
+        spec: &FileSpec,
+    ) -> Result<Change> {
+        let path = path.as_ref();
         let hp = self.host_path(path)?;
         let old = Self::old_contents(&hp, contents)?;
         let change = match &old {
@@ -149,14 +170,15 @@ impl Files {
             return Ok(change);
         }
         self.write_atomic(&hp, contents, spec)
-            .with_context(|| format!("writing {path}"))?;
+            .with_context(|| format!("writing {}", path.display()))?;
         tracing::debug!(
-            "{} {path}",
+            "{} {}",
             if change == Change::Created {
                 "created"
             } else {
                 "updated"
-            }
+            },
+            path.display()
         );
         Ok(change)
     }
@@ -181,7 +203,8 @@ impl Files {
     }
 
     /// Make sure `path` is a directory with `spec`'s mode and owner.
-    pub fn ensure_dir(&self, path: &str, spec: &FileSpec) -> Result<Change> {
+    pub fn ensure_dir(&self, path: impl AsRef<Path>, spec: &FileSpec) -> Result<Change> {
+        let path = path.as_ref();
         let hp = self.host_path(path)?;
         let change = if hp.is_dir() {
             if self.attrs_match(&hp, spec)? {
@@ -195,11 +218,12 @@ impl Files {
             self.plan(path, change, None, None, false);
             return Ok(change);
         }
-        fs::create_dir_all(&hp).with_context(|| format!("creating directory {path}"))?;
+        fs::create_dir_all(&hp)
+            .with_context(|| format!("creating directory {}", path.display()))?;
         fs::set_permissions(&hp, fs::Permissions::from_mode(spec.mode))
-            .with_context(|| format!("setting the mode of {path}"))?;
+            .with_context(|| format!("setting the mode of {}", path.display()))?;
         self.chown(&hp, spec)
-            .with_context(|| format!("setting the owner of {path}"))?;
+            .with_context(|| format!("setting the owner of {}", path.display()))?;
         // On the disk, as a file written here is: the directory's mode and
         // owner, and its entry in its parent.
         sync_dir(&hp)?;
@@ -211,7 +235,8 @@ impl Files {
 
     /// Set a file's modification time to now, its contents unchanged (for
     /// readers that reload a file only when its time changes).
-    pub fn touch(&self, path: &str) -> Result<()> {
+    pub fn touch(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
         if self.dry_run {
             return Ok(());
         }
@@ -225,11 +250,12 @@ impl Files {
             &TimeSpec::UTIME_NOW,
             UtimensatFlags::FollowSymlink,
         )
-        .with_context(|| format!("touching {path}"))
+        .with_context(|| format!("touching {}", path.display()))
     }
 
     /// Remove a file if it exists.
-    pub fn remove(&self, path: &str) -> Result<Change> {
+    pub fn remove(&self, path: impl AsRef<Path>) -> Result<Change> {
+        let path = path.as_ref();
         let hp = self.host_path(path)?;
         if !hp.exists() {
             return Ok(Change::Unchanged);
@@ -238,7 +264,7 @@ impl Files {
             self.plan(path, Change::Removed, None, None, true);
             return Ok(Change::Removed);
         }
-        fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
+        fs::remove_file(&hp).with_context(|| format!("removing {}", path.display()))?;
         // The removal is on the disk, as a write is.
         if let Some(parent) = hp.parent() {
             sync_dir(parent)?;
@@ -248,7 +274,8 @@ impl Files {
 
     /// Remove a file or a whole directory tree if it exists (for `dcn
     /// reset`; never follows a symlink out of the tree).
-    pub fn remove_all(&self, path: &str) -> Result<Change> {
+    pub fn remove_all(&self, path: impl AsRef<Path>) -> Result<Change> {
+        let path = path.as_ref();
         let hp = self.host_path(path)?;
         let Ok(md) = fs::symlink_metadata(&hp) else {
             return Ok(Change::Unchanged);
@@ -258,16 +285,22 @@ impl Files {
             return Ok(Change::Removed);
         }
         if md.is_dir() {
-            fs::remove_dir_all(&hp).with_context(|| format!("removing {path}"))?;
+            fs::remove_dir_all(&hp).with_context(|| format!("removing {}", path.display()))?;
         } else {
-            fs::remove_file(&hp).with_context(|| format!("removing {path}"))?;
+            fs::remove_file(&hp).with_context(|| format!("removing {}", path.display()))?;
         }
         Ok(Change::Removed)
     }
 
     /// Whether `path` exists with exactly `contents` and `spec`'s mode and
     /// owner (so writing it would change nothing).
-    pub fn matches(&self, path: &str, contents: &[u8], spec: &FileSpec) -> Result<bool> {
+    pub fn matches(
+        &self,
+        path: impl AsRef<Path>,
+        contents: &[u8],
+        spec: &FileSpec,
+    ) -> Result<bool> {
+        let path = path.as_ref();
         let hp = self.host_path(path)?;
         match Self::old_contents(&hp, contents)? {
             Some(Some(old)) if old == contents => self.attrs_match(&hp, spec),
@@ -276,7 +309,8 @@ impl Files {
     }
 
     /// Whether `path` is a directory with `spec`'s mode and owner.
-    pub fn dir_matches(&self, path: &str, spec: &FileSpec) -> Result<bool> {
+    pub fn dir_matches(&self, path: impl AsRef<Path>, spec: &FileSpec) -> Result<bool> {
+        let path = path.as_ref();
         let hp = self.host_path(path)?;
         Ok(hp.is_dir() && self.attrs_match(&hp, spec)?)
     }
@@ -320,7 +354,7 @@ impl Files {
 
     fn plan(
         &self,
-        path: &str,
+        path: &Path,
         change: Change,
         old: Option<&[u8]>,
         new: Option<&[u8]>,
@@ -329,10 +363,12 @@ impl Files {
         let diff = match (secret, new) {
             (true, _) => "(contents are secret and not shown)".to_string(),
             (false, None) => String::new(),
-            (false, Some(new)) => text_diff(path, old.unwrap_or_default(), new),
+            (false, Some(new)) => {
+                text_diff(&path.display().to_string(), old.unwrap_or_default(), new)
+            }
         };
         self.planned.lock().unwrap().push(PlannedChange {
-            path: path.to_string(),
+            path: path.display().to_string(),
             change,
             diff,
         });

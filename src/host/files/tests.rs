@@ -183,3 +183,55 @@ fn own_secrets_are_private_and_roots() {
     );
     assert_eq!(f.read_string("/s.key").unwrap().as_deref(), Some("k"));
 }
+
+#[test]
+fn trees_list_move_copy_and_link_under_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Files::new(dir.path(), false);
+    assert!(f.list("/srv/none").unwrap().is_empty());
+    assert_eq!(f.size("/srv/none").unwrap(), None);
+    f.create_dir_all("/srv/b/c").unwrap();
+    f.write("/srv/b/z", b"12345", &FileSpec::public()).unwrap();
+    assert_eq!(f.list("/srv/b").unwrap(), ["c", "z"]);
+    assert_eq!(f.size("/srv/b/z").unwrap(), Some(5));
+    assert!(f.is_dir("/srv/b/c").unwrap());
+
+    f.copy("/srv/b/z", "/srv/copy/z", &FileSpec::secret())
+        .unwrap();
+    let copied = dir.path().join("srv/copy/z");
+    assert_eq!(fs::read(&copied).unwrap(), b"12345");
+    assert_eq!(mode_of(&copied), 0o600);
+
+    f.rename("/srv/b", "/srv/done").unwrap();
+    assert!(!f.exists("/srv/b").unwrap());
+    assert_eq!(f.list("/srv/done").unwrap(), ["c", "z"]);
+
+    f.symlink("done/z", "/srv/link").unwrap();
+    f.symlink("done/c", "/srv/link").unwrap();
+    assert!(f.is_symlink("/srv/link").unwrap());
+    assert_eq!(
+        f.read_link("/srv/link").unwrap(),
+        Some(PathBuf::from("done/c"))
+    );
+    // Nothing escapes the root.
+    assert!(f.list("/srv/../etc").is_err());
+}
+
+#[test]
+fn dry_run_moves_and_copies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    Files::new(dir.path(), false)
+        .write("/a", b"x", &FileSpec::public())
+        .unwrap();
+    let f = Files::new(dir.path(), true);
+    f.copy("/a", "/b", &FileSpec::public()).unwrap();
+    f.rename("/a", "/c").unwrap();
+    f.create_dir_all("/d").unwrap();
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a"]);
+    assert_eq!(f.planned().len(), 3);
+}

@@ -1,0 +1,143 @@
+//! Whole files and directories under a [`Files`] root: listing, sizes,
+//! moving a finished tree into place, copying a large file (a kernel, a
+//! disk image) and links. The lab and the image build work on trees and
+//! images, not only on small configuration files; these go through the
+//! same root and the same dry-run rule as every write.
+
+use super::{Change, Files, sync_dir};
+use crate::host::files::FileSpec;
+use anyhow::{Context, Result};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+impl Files {
+    /// The names in directory `path`, sorted; empty when it does not exist.
+    pub fn list(&self, path: impl AsRef<Path>) -> Result<Vec<String>> {
+        let path = path.as_ref();
+        let hp = self.host_path(path)?;
+        let entries = match fs::read_dir(&hp) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("listing {}", path.display())),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.with_context(|| format!("listing {}", path.display()))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The size in bytes of the file at `path` (following links), or `None`
+    /// when nothing is there.
+    pub fn size(&self, path: impl AsRef<Path>) -> Result<Option<u64>> {
+        let path = path.as_ref();
+        match fs::metadata(self.host_path(path)?) {
+            Ok(md) => Ok(Some(md.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
+        }
+    }
+
+    /// Whether `path` is a directory (following links).
+    pub fn is_dir(&self, path: impl AsRef<Path>) -> Result<bool> {
+        Ok(self.host_path(path.as_ref())?.is_dir())
+    }
+
+    /// Whether `path` is a symbolic link.
+    pub fn is_symlink(&self, path: impl AsRef<Path>) -> Result<bool> {
+        Ok(self.host_path(path.as_ref())?.is_symlink())
+    }
+
+    /// Make sure directory `path` and its parents exist (0755 where they are
+    /// created; an existing directory keeps its mode).
+    pub fn create_dir_all(&self, path: impl AsRef<Path>) -> Result<Change> {
+        let path = path.as_ref();
+        let hp = self.host_path(path)?;
+        if hp.is_dir() {
+            return Ok(Change::Unchanged);
+        }
+        if self.dry_run {
+            self.plan(path, Change::Created, None, None, false);
+            return Ok(Change::Created);
+        }
+        fs::create_dir_all(&hp)
+            .with_context(|| format!("creating directory {}", path.display()))?;
+        Ok(Change::Created)
+    }
+
+    /// Move `from` to `to` in one step (both on the same file system): how
+    /// a tree or image built under a temporary name is put in place, so a
+    /// cut leaves either the old one or the new one, never half of one.
+    pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<()> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        if self.dry_run {
+            self.plan(to, Change::Updated, None, None, true);
+            return Ok(());
+        }
+        let hp = self.host_path(to)?;
+        fs::rename(self.host_path(from)?, &hp)
+            .with_context(|| format!("moving {} to {}", from.display(), to.display()))?;
+        if let Some(parent) = hp.parent() {
+            sync_dir(parent)?;
+        }
+        Ok(())
+    }
+
+    /// Copy the file `from` to `to` with `spec`'s mode and owner, streamed
+    /// (a kernel or a disk image is too large to hold in memory) and put in
+    /// place atomically.
+    pub fn copy(
+        &self,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+        spec: &FileSpec,
+    ) -> Result<()> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        if self.dry_run {
+            self.plan(to, Change::Updated, None, None, true);
+            return Ok(());
+        }
+        let hp = self.host_path(to)?;
+        let parent = hp.parent().context("a file path has a parent")?;
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        let mut src = fs::File::open(self.host_path(from)?)
+            .with_context(|| format!("opening {}", from.display()))?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".dcn-")
+            .tempfile_in(parent)
+            .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(spec.mode))?;
+        self.chown(tmp.path(), spec)?;
+        std::io::copy(&mut src, &mut tmp)
+            .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        tmp.flush()?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&hp).map_err(|e| e.error)?;
+        sync_dir(parent)
+    }
+
+    /// Make `path` a symbolic link to `target` (replacing what was there).
+    pub fn symlink(&self, target: impl AsRef<Path>, path: impl AsRef<Path>) -> Result<()> {
+        let (target, path) = (target.as_ref(), path.as_ref());
+        if self.dry_run {
+            self.plan(path, Change::Updated, None, None, false);
+            return Ok(());
+        }
+        let hp = self.host_path(path)?;
+        if hp.is_symlink() || hp.exists() {
+            fs::remove_file(&hp).with_context(|| format!("replacing {}", path.display()))?;
+        }
+        std::os::unix::fs::symlink(target, &hp)
+            .with_context(|| format!("linking {} to {}", path.display(), target.display()))
+    }
+
+    /// Where the symbolic link at `path` points, or `None` when `path` is not
+    /// a link.
+    pub fn read_link(&self, path: impl AsRef<Path>) -> Result<Option<PathBuf>> {
+        Ok(fs::read_link(self.host_path(path.as_ref())?).ok())
+    }
+}
