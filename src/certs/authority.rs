@@ -171,7 +171,7 @@ impl<'a> Authorities<'a> {
                 let info = CertInfo::from_pem(&old).context("reading the retiring CA")?;
                 files.ensure_dir(RETIRED_DIR, &FileSpec::private_dir())?;
                 files.write(
-                    &format!("{RETIRED_DIR}/ca-{}.crt", info.serial),
+                    format!("{RETIRED_DIR}/ca-{}.crt", info.serial),
                     old.as_bytes(),
                     &FileSpec::secret(),
                 )?;

@@ -109,7 +109,7 @@ impl<'a> Apt<'a> {
         if let PackageSource::Local(path) = &self.source {
             let index = self
                 .files
-                .host_path(&format!("{}/Packages", path.display()))?;
+                .host_path(format!("{}/Packages", path.display()))?;
             if !index.exists() {
                 anyhow::bail!(
                     "{} has no Packages index: a local repository needs the .deb files and a Packages file (e.g. `dpkg-scanpackages . > Packages`)",

@@ -34,7 +34,7 @@ pub fn run(recipes: &crate::recipes::Recipes, host: &Host) -> Result<Option<Sche
     let name = format!("{PREFIX}{}-{stamp}{SUFFIX}", deployment.hostname);
     let output = host
         .files
-        .host_path(&format!("{}/{name}", dir.trim_end_matches('/')))?;
+        .host_path(format!("{}/{name}", dir.trim_end_matches('/')))?;
     let report = backup(
         recipes,
         host,

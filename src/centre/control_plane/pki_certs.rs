@@ -12,25 +12,23 @@ pub struct PkiCerts;
 
 impl CertSource for PkiCerts {
     fn leaf(&self, files: &Files, name: &str) -> Result<(String, Secret)> {
-        if files.is_dry_run() && !files.exists(&paths::leaf_cert(name))? {
+        if files.is_dry_run() && !files.exists(paths::leaf_cert(name))? {
             return Ok(("(issued by the secrets phase)".into(), Secret::new("")));
         }
         let cert = files
-            .read_string(&paths::leaf_cert(name))?
+            .read_string(paths::leaf_cert(name))?
             .with_context(|| {
                 format!(
                     "{} is missing; run `dcn standalone init --phase secrets`",
                     paths::leaf_cert(name)
                 )
             })?;
-        let key = files
-            .read_secret(&paths::leaf_key(name))?
-            .with_context(|| {
-                format!(
-                    "{} is missing; run `dcn standalone init --phase secrets`",
-                    paths::leaf_key(name)
-                )
-            })?;
+        let key = files.read_secret(paths::leaf_key(name))?.with_context(|| {
+            format!(
+                "{} is missing; run `dcn standalone init --phase secrets`",
+                paths::leaf_key(name)
+            )
+        })?;
         Ok((cert, Secret::new(key)))
     }
 

@@ -79,7 +79,7 @@ pub fn reason(
     let cert_path = paths::leaf_cert(name);
     let (Some(cert), Some(key)) = (
         files.read_string(&cert_path)?,
-        files.read_secret(&paths::leaf_key(name))?,
+        files.read_secret(paths::leaf_key(name))?,
     ) else {
         return Ok(Some(Reason::Missing));
     };
@@ -113,12 +113,12 @@ pub fn issue(
 ) -> Result<CertInfo> {
     let issued = signer.issue_for(request, crate::certs::policy::validity(lifetime))?;
     files.write(
-        &paths::leaf_key(name),
+        paths::leaf_key(name),
         issued.key_pem.expose().as_bytes(),
         &FileSpec::secret(),
     )?;
     files.write(
-        &paths::leaf_cert(name),
+        paths::leaf_cert(name),
         issued.cert_pem.as_bytes(),
         &FileSpec::secret(),
     )?;
@@ -176,7 +176,7 @@ mod tests {
         let other = ca.issue(&req).unwrap();
         files
             .write(
-                &paths::leaf_key(name),
+                paths::leaf_key(name),
                 other.key_pem.expose().as_bytes(),
                 &FileSpec::secret(),
             )

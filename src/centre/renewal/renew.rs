@@ -160,7 +160,7 @@ mod tests {
         assert_eq!(
             api,
             host.files
-                .read_string(&crate::paths::leaf_cert("api"))
+                .read_string(crate::paths::leaf_cert("api"))
                 .unwrap()
                 .unwrap()
         );
@@ -185,7 +185,7 @@ mod tests {
             .unwrap();
         (host.files)
             .write(
-                &crate::paths::leaf_key("rabbitmq"),
+                crate::paths::leaf_key("rabbitmq"),
                 other.key_pem.expose().as_bytes(),
                 &FileSpec::secret(),
             )

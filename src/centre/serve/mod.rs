@@ -138,8 +138,8 @@ pub fn serve_with(
 /// The server's TLS configuration: the `join` leaf of the dcn CA, read
 /// again when `dcn cert renew` replaces it.
 fn server_tls(host: &Host) -> Result<rustls::ServerConfig> {
-    let cert = host.files.host_path(&crate::paths::leaf_cert("join"))?;
-    let key = host.files.host_path(&crate::paths::leaf_key("join"))?;
+    let cert = host.files.host_path(crate::paths::leaf_cert("join"))?;
+    let key = host.files.host_path(crate::paths::leaf_key("join"))?;
     crate::tls::reloading::server_config(cert, key, "the join service").context(
         "the join certificate does not load; run `dcn cert renew` (or `dcn standalone init --phase secrets`)",
     )

@@ -76,7 +76,7 @@ pub fn reusable(
     let Some(token) = registry.token(&saved.token_id)? else {
         return Ok((None, Stale::Gone));
     };
-    if !files.host_path(&bundle_file(site))?.is_file() {
+    if !files.host_path(bundle_file(site))?.is_file() {
         return Ok((None, Stale::Gone));
     }
     let not_after = parse_rfc3339(&token.not_after)?;
@@ -109,8 +109,8 @@ pub fn ensure(
     if let Some(b) = saved {
         return Ok((b, why));
     }
-    files.ensure_dir(&site_dir(site.as_str()), &FileSpec::private_dir())?;
-    let path = files.host_path(&bundle_file(site.as_str()))?;
+    files.ensure_dir(site_dir(site.as_str()), &FileSpec::private_dir())?;
+    let path = files.host_path(bundle_file(site.as_str()))?;
     let exported = export(
         recipes,
         host,
@@ -131,7 +131,7 @@ pub fn ensure(
     };
     let text = serde_json::to_string_pretty(&bundle).expect("serialisable") + "\n";
     files.write(
-        &format!("{}/bundle.json", site_dir(site.as_str())),
+        format!("{}/bundle.json", site_dir(site.as_str())),
         text.as_bytes(),
         &FileSpec::secret(),
     )?;
@@ -160,13 +160,13 @@ mod tests {
         })
         .unwrap();
         files
-            .ensure_dir(&site_dir("edge1"), &FileSpec::private_dir())
+            .ensure_dir(site_dir("edge1"), &FileSpec::private_dir())
             .unwrap();
         files
-            .write(&bundle_file("edge1"), b"bundle", &FileSpec::secret())
+            .write(bundle_file("edge1"), b"bundle", &FileSpec::secret())
             .unwrap();
         let saved = SiteBundle {
-            path: files.host_path(&bundle_file("edge1")).unwrap(),
+            path: files.host_path(bundle_file("edge1")).unwrap(),
             pin: "sha256:1111111111111111111111111111111111111111111111111111111111111111".into(),
             token_id: "tok1".into(),
             not_after: rfc3339(now + ttl),
@@ -204,7 +204,7 @@ mod tests {
     fn a_bundle_whose_token_or_file_is_gone_is_not_reused() {
         let hour = Duration::from_secs(3600);
         let (_d, files, now) = setup(0, 3, 24 * hour);
-        files.remove(&bundle_file("edge1")).unwrap();
+        files.remove(bundle_file("edge1")).unwrap();
         assert_eq!(
             reusable(&files, "edge1", 1, hour, now).unwrap().1,
             Stale::Gone

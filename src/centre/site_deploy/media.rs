@@ -103,8 +103,8 @@ pub fn serve(
     url: &str,
     tls: Option<rustls::ServerConfig>,
 ) -> Result<MediaServer> {
-    files.ensure_dir(&media_dir(site), &FileSpec::private_dir())?;
-    let dir = files.host_path(&media_dir(site))?;
+    files.ensure_dir(media_dir(site), &FileSpec::private_dir())?;
+    let dir = files.host_path(media_dir(site))?;
     let mut server = crate::bmc::ImageServer::bind(&dir, listen)?;
     if let Some(tls) = tls {
         server = server.with_tls(tls);
@@ -124,10 +124,10 @@ pub fn serve(
 /// The control plane's `join` certificate, for the media server's HTTPS.
 pub fn control_plane_tls(files: &Files) -> Result<rustls::ServerConfig> {
     let cert = files
-        .read_string(&crate::paths::leaf_cert("join"))?
+        .read_string(crate::paths::leaf_cert("join"))?
         .context("the join certificate is missing; is this the control plane?")?;
     let key = files
-        .read_secret(&crate::paths::leaf_key("join"))?
+        .read_secret(crate::paths::leaf_key("join"))?
         .context("the join key is missing; is this the control plane?")?;
     crate::tls::server_config(&cert, &key, "the media server")
 }

@@ -254,7 +254,7 @@ fn from_iso(
 fn placed(ctx: &Run, node: &NodeTarget) -> Result<Outcome, Failure> {
     let dir = ctx
         .files
-        .host_path(&super::media::media_dir(ctx.site))
+        .host_path(super::media::media_dir(ctx.site))
         .map_err(at("placed"))?;
     super::media::remove_for(&dir, node.hostname()).map_err(at("placed"))?;
     Ok(Outcome::Placed)

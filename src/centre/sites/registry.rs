@@ -209,7 +209,7 @@ impl<'a> Registry<'a> {
     }
 
     pub fn remove_token(&self, id: &str) -> Result<()> {
-        self.files.remove(&format!("{TOKENS}/{id}.json"))?;
+        self.files.remove(format!("{TOKENS}/{id}.json"))?;
         Ok(())
     }
 
@@ -229,7 +229,7 @@ impl<'a> Registry<'a> {
     }
 
     pub fn remove_node(&self, hostname: &str) -> Result<()> {
-        self.files.remove(&format!("{NODES}/{hostname}.json"))?;
+        self.files.remove(format!("{NODES}/{hostname}.json"))?;
         Ok(())
     }
 

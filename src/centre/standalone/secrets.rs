@@ -225,8 +225,8 @@ impl Step for Leaf {
         let files = &ctx.host.files;
         if files.is_dry_run() && !files.exists(CA_CERT)? {
             // The CA is created by an earlier step that a dry run skipped.
-            files.write(&paths::leaf_cert(self.name), b"", &FileSpec::secret())?;
-            files.write(&paths::leaf_key(self.name), b"", &FileSpec::secret())?;
+            files.write(paths::leaf_cert(self.name), b"", &FileSpec::secret())?;
+            files.write(paths::leaf_key(self.name), b"", &FileSpec::secret())?;
             return Ok(());
         }
         let signer = Authorities::new(files).leaf_signer()?;

@@ -43,7 +43,7 @@ impl SchemaSync {
 
     /// The sync that a record says started and never ended, if any.
     pub fn interrupted(&self, ctx: &Context) -> Result<Option<Started>> {
-        let Some(text) = ctx.host.files.read_string(&self.record())? else {
+        let Some(text) = ctx.host.files.read_string(self.record())? else {
             return Ok(None);
         };
         Ok(Some(if text.trim() == "empty" {
@@ -79,13 +79,13 @@ impl SchemaSync {
         };
         let files = &ctx.host.files;
         files.ensure_dir(RECORDS_DIR, &FileSpec::private_dir())?;
-        files.write(&self.record(), text.as_bytes(), &FileSpec::secret())?;
+        files.write(self.record(), text.as_bytes(), &FileSpec::secret())?;
         Ok(())
     }
 
     /// After the sync ended well.
     pub fn end(&self, ctx: &Context) -> Result<()> {
-        ctx.host.files.remove(&self.record())?;
+        ctx.host.files.remove(self.record())?;
         Ok(())
     }
 

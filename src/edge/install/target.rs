@@ -41,7 +41,7 @@ pub fn write_node_files(
     files.write("/etc/hosts", hosts(node, bundle).as_bytes(), &public)?;
     for (i, iface) in node.interfaces.iter().enumerate() {
         files.write(
-            &format!("/etc/systemd/network/10-dcn-{i}.network"),
+            format!("/etc/systemd/network/10-dcn-{i}.network"),
             network_file(iface).as_bytes(),
             &public,
         )?;

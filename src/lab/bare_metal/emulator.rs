@@ -61,13 +61,13 @@ pub fn seed(
         files.ensure_dir(d, &FileSpec::private_dir())?;
     }
     files.write(
-        &format!("/etc/systemd/system/{UNIT}"),
+        format!("/etc/systemd/system/{UNIT}"),
         unit().as_bytes(),
         &FileSpec::public(),
     )?;
     for vm in &site.vms {
         files.write(
-            &vm.xml_path(),
+            vm.xml_path(),
             domain::xml(vm).as_bytes(),
             &FileSpec::public(),
         )?;

@@ -190,12 +190,12 @@ pub fn seed_control_plane(
     cp.ensure_dir(crate::paths::STATE_DIR, &FileSpec::private_dir())?;
     let host = Files::new(dir, false);
     host.write(
-        &format!("/{HOST_INVENTORY}"),
+        format!("/{HOST_INVENTORY}"),
         text.as_bytes(),
         &FileSpec::public(),
     )?;
     host.write(
-        &format!("/{HOST_CA}"),
+        format!("/{HOST_CA}"),
         m.ca_pem.as_bytes(),
         &FileSpec::public(),
     )?;

@@ -71,7 +71,7 @@ pub fn run(opts: &TempestOptions) -> Result<Summary> {
     let files = Files::new(&cp.rootfs, false);
     install(&runner, &files)?;
     let facts = gather(&runner, &files)?;
-    if !files.exists(&format!("{WORKSPACE}/.stestr.conf"))? {
+    if !files.exists(format!("{WORKSPACE}/.stestr.conf"))? {
         // `tempest init` refuses a directory that is not empty: a
         // workspace whose init was cut short starts again.
         files.remove_all(WORKSPACE)?;
@@ -83,7 +83,7 @@ pub fn run(opts: &TempestOptions) -> Result<Summary> {
         )?;
     }
     files.write(
-        &format!("{WORKSPACE}/etc/tempest.conf"),
+        format!("{WORKSPACE}/etc/tempest.conf"),
         conf::render(&facts).as_bytes(),
         &FileSpec::secret(),
     )?;
