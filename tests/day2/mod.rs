@@ -7,7 +7,7 @@
 //! invocations, nova-compute's log), not only what the centre records.
 
 use crate::common::Lab;
-use crate::wait_for;
+use crate::edge_sites::observe::wait_for;
 use serde_json::Value;
 use std::time::Duration;
 

@@ -9,10 +9,10 @@
 //! rounds: what users get is checked from inside them.
 
 use crate::common::{Guest, Lab};
-use crate::{
-    agent_alive, compute_state, export, hand_over, last_rounds, node_health, rounds_since,
-    untouched, wait_for,
+use crate::edge_sites::observe::{
+    agent_alive, compute_state, last_rounds, node_health, rounds_since, wait_for,
 };
+use crate::edge_sites::operator::{export, hand_over, untouched};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
