@@ -22,6 +22,7 @@ pub mod accounts;
 pub mod bootstrap;
 pub mod client;
 pub mod compute;
+pub mod compute_link;
 pub mod database;
 pub mod identity;
 pub mod mariadb;

@@ -7,7 +7,6 @@
 
 pub mod catalogue;
 mod checks;
-pub mod compute_link;
 pub mod exports;
 mod render;
 mod schema;

@@ -6,10 +6,10 @@
 use super::identity::Identity;
 use crate::config::StandaloneConfig;
 use crate::host::facts::HostFacts;
+use crate::openstack::compute_link::ComputeLink;
 use crate::passwords::PasswordStore;
 use crate::paths::PUBLIC_CA;
 use crate::recipes::Values;
-use crate::recipes::compute_link::{ComputeLink, Interface};
 use crate::recipes::exports;
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -122,23 +122,7 @@ pub fn control_plane_values(
         v.password
             .insert(name.to_string(), passwords.get(name)?.expose().to_string());
     }
-    // The standalone host's own compute services are on the control plane:
-    // loopback, the control plane's messaging user, nova's service user.
-    let rabbit = passwords.get("rabbitmq_controlplane")?.expose();
-    ComputeLink {
-        transport_url: format!("rabbit://openstack:{rabbit}@127.0.0.1:5672/"),
-        rabbit_tls: false,
-        ca_file: PUBLIC_CA.into(),
-        sb_connection: "tcp:127.0.0.1:6642".into(),
-        sb_tls: false,
-        service_user: "nova".into(),
-        service_password: passwords.get("nova_service")?.expose().to_string(),
-        interface: Interface::Internal,
-        metadata_host: "127.0.0.1".into(),
-        metadata_tls: false,
-        zone: zones.central.to_string(),
-        config_drive: false,
-    }
-    .apply_to(&mut v);
+    ComputeLink::on_the_control_plane(passwords, PUBLIC_CA, zones.central.as_str())?
+        .apply_to(&mut v);
     Ok(v)
 }

@@ -8,7 +8,7 @@ use crate::deploy::{CertSource, Plan};
 use crate::deployment::{Deployment, Record};
 use crate::engine::{self, Phase};
 use crate::host::{FileSpec, Files, Host};
-use crate::recipes::compute_link::{ComputeLink, Interface};
+use crate::openstack::compute_link::{ComputeLink, Login, WanLink};
 use crate::recipes::{Recipes, ServicePhase, Values};
 use crate::secrets::Secret;
 use crate::types::PackageSource;
@@ -207,32 +207,26 @@ pub(crate) fn values(
             v.user.insert(name.clone(), user.clone());
         }
     }
-    let user = |name: &str| -> Result<(&str, &str)> {
+    let login = |name: &str| -> Result<Login> {
         let c = creds.get(name)?;
-        let username = c.username.as_deref().with_context(|| {
+        let user = c.username.as_deref().with_context(|| {
             format!("the join service's site credential {name} has no username")
         })?;
-        Ok((username, c.password.expose()))
+        Ok(Login {
+            user,
+            password: c.password.expose(),
+        })
     };
-    let (rabbit_user, rabbit_password) = user(&link.messaging)?;
-    let (service_user, service_password) = user(&link.service)?;
-    ComputeLink {
-        transport_url: format!(
-            "rabbit://{rabbit_user}:{rabbit_password}@{}/",
-            messaging.host_port()
-        ),
-        rabbit_tls: messaging.scheme() == "amqps",
-        ca_file: ca.into(),
-        sb_connection: export("ovnSouthbound")?.to_string(),
-        sb_tls: true,
-        service_user: service_user.into(),
-        service_password: service_password.into(),
-        interface: Interface::Public,
-        metadata_host: identity.host().to_string(),
-        metadata_tls: true,
-        zone: manifest.site.to_string(),
+    ComputeLink::over_the_wan(&WanLink {
+        messaging,
+        southbound: export("ovnSouthbound")?,
+        messaging_login: login(&link.messaging)?,
+        service_login: login(&link.service)?,
+        ca_file: ca,
+        metadata_host: identity.host(),
+        zone: manifest.site.as_str(),
         config_drive: manifest.config_drive,
-    }
+    })
     .apply_to(&mut v);
     Ok(v)
 }
