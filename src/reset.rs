@@ -7,9 +7,13 @@ use crate::deployment::{DEPLOYMENT_FILE, Deployment};
 use crate::host::Host;
 use crate::host::command::Cmd;
 use crate::host::systemd::Systemd;
+use crate::openstack::mariadb;
 use crate::recipes::{Recipes, ServiceRecipe};
 use anyhow::Result;
 use std::time::Duration;
+
+/// The unit of the hypervisor whose guests `reset` removes.
+const HYPERVISOR_UNIT: &str = "libvirtd.service";
 
 /// What reset removed.
 #[derive(Debug, Default)]
@@ -36,7 +40,11 @@ pub fn reset(host: &Host, recipes: &Recipes, purge: bool) -> Result<ResetReport>
         .filter_map(|s| recipes.services.get(s))
         .collect();
     // Guests first, while libvirt runs; databases while MariaDB runs.
-    if deployment.services.iter().any(|s| s == "nova-compute") {
+    // Guests are dcn's to remove where dcn deployed the hypervisor.
+    if services
+        .iter()
+        .any(|s| s.units.iter().any(|u| u == HYPERVISOR_UNIT))
+    {
         remove_guests(host)?;
     }
     report.databases = drop_databases(host, &services);
@@ -99,7 +107,7 @@ fn best_effort(host: &Host, cmd: Cmd) {
 fn remove_guests(host: &Host) -> Result<()> {
     let runner = host.runner.as_ref();
     if !Systemd::new(runner)
-        .is_active("libvirtd.service")
+        .is_active(HYPERVISOR_UNIT)
         .unwrap_or(false)
     {
         return Ok(());
@@ -132,26 +140,19 @@ fn remove_guests(host: &Host) -> Result<()> {
 /// databases dropped.
 fn drop_databases(host: &Host, services: &[&ServiceRecipe]) -> Vec<String> {
     if !Systemd::new(host.runner.as_ref())
-        .is_active("mariadb.service")
+        .is_active(mariadb::UNIT)
         .unwrap_or(false)
     {
         return Vec::new();
     }
-    let mut dropped = Vec::new();
-    let mut sql = String::new();
-    for db in services.iter().filter_map(|s| s.database.as_ref()) {
-        for name in &db.names {
-            sql.push_str(&format!("DROP DATABASE IF EXISTS `{name}`;\n"));
-            dropped.push(name.clone());
-        }
-        sql.push_str(&format!("DROP USER IF EXISTS '{}'@'127.0.0.1';\n", db.user));
-    }
-    if !sql.is_empty() {
-        best_effort(
-            host,
-            crate::openstack::mariadb::script("dropping the databases".into(), sql),
-        );
-    }
+    let databases: Vec<_> = services
+        .iter()
+        .filter_map(|s| s.database.as_ref())
+        .collect();
+    let Some((sql, dropped)) = mariadb::drop_sql(&databases) else {
+        return Vec::new();
+    };
+    best_effort(host, mariadb::script("dropping the databases".into(), sql));
     dropped
 }
 

@@ -3,8 +3,12 @@
 //! may travel, never in argv).
 
 use crate::host::Cmd;
+use crate::recipes::DatabaseRecipe;
 use crate::secrets::Secret;
 use std::time::Duration;
+
+/// The server's unit (its recipe's).
+pub const UNIT: &str = "mariadb.service";
 
 /// A read-only query; its rows on stdout, tab-separated, no header.
 pub fn query(what: String, sql: &str) -> Cmd {
@@ -20,6 +24,21 @@ pub fn script(what: String, sql: String) -> Cmd {
         .args(["--user=root", "--batch"])
         .stdin(Secret::new(sql))
         .timeout(Duration::from_secs(120))
+}
+
+/// SQL that drops the services' databases and their users (`dcn reset`),
+/// with the names of the databases it drops; `None` when there are none.
+pub fn drop_sql(databases: &[&DatabaseRecipe]) -> Option<(String, Vec<String>)> {
+    let mut sql = String::new();
+    let mut names = Vec::new();
+    for db in databases {
+        for name in &db.names {
+            sql.push_str(&format!("DROP DATABASE IF EXISTS `{name}`;\n"));
+            names.push(name.clone());
+        }
+        sql.push_str(&format!("DROP USER IF EXISTS '{}'@'127.0.0.1';\n", db.user));
+    }
+    (!sql.is_empty()).then_some((sql, names))
 }
 
 /// Idempotent SQL that makes `user` (`'name'@'host'`) exist with `password`
@@ -46,4 +65,25 @@ pub fn user_sql(
     }
     sql.push_str("FLUSH PRIVILEGES;\n");
     sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_drops_every_database_of_a_service_and_its_user() {
+        let nova = DatabaseRecipe {
+            names: vec!["nova".into(), "nova_cell0".into()],
+            user: "nova".into(),
+            password: "nova_db".into(),
+        };
+        let (sql, names) = drop_sql(&[&nova]).unwrap();
+        assert_eq!(names, ["nova", "nova_cell0"]);
+        assert_eq!(
+            sql,
+            "DROP DATABASE IF EXISTS `nova`;\nDROP DATABASE IF EXISTS `nova_cell0`;\nDROP USER IF EXISTS 'nova'@'127.0.0.1';\n"
+        );
+        assert!(drop_sql(&[]).is_none());
+    }
 }
