@@ -8,6 +8,9 @@
 //! - [`identity`]: keystone users, projects, roles and endpoints.
 //! - [`compute`]: nova and placement as [`compute::ComputeCloud`]: site
 //!   zones, placing and removing hosts, their compute services' state.
+//! - [`compute_link`]: how a host's compute services reach the control
+//!   plane (messaging URL, southbound remote, users), on the control plane
+//!   and over the WAN.
 //! - [`southbound`]: the OVN southbound as [`southbound::Southbound`]:
 //!   chassis that answer, cutting a chassis off, the options neutron reads.
 //! - [`messaging`] and [`database`]: a node's RabbitMQ and MariaDB users;
