@@ -34,7 +34,19 @@ pub mod southbound;
 
 pub use client::{ApiError, Cloud, Credentials};
 
+use crate::host::{Host, Runner};
 use serde::Serialize;
+
+/// The control plane's compute cloud (nova and placement), as its admin.
+pub fn compute_cloud(host: &Host) -> anyhow::Result<impl compute::ComputeCloud + use<>> {
+    compute::Nova::admin(host)
+}
+
+/// The control plane's OVN southbound, through its command-line client on
+/// the control plane.
+pub fn southbound(runner: &dyn Runner) -> impl southbound::Southbound + '_ {
+    southbound::OvnSouthbound { runner }
+}
 
 /// One plane's view of a node: its compute service (the control path) or
 /// its OVN chassis (the data path its guests' network depends on).

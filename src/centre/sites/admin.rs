@@ -8,8 +8,9 @@ use super::registry::{NodeRecord, Registry, Site};
 use crate::host::Host;
 use crate::openstack::PlaneState;
 use crate::openstack::accounts::ControlPlaneAccounts;
-use crate::openstack::compute::{ComputeCloud, Nova};
-use crate::openstack::southbound::{CHASSIS_ANSWER, OvnSouthbound, Southbound};
+use crate::openstack::compute::ComputeCloud;
+use crate::openstack::southbound::{CHASSIS_ANSWER, Southbound};
+use crate::openstack::{compute_cloud, southbound};
 use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
 use anyhow::{Result, bail};
@@ -98,15 +99,12 @@ impl NodeView {
 /// cannot be asked about is `unknown`, with a warning.
 pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
     let hosts = phases::all_hosts(&host.files, SystemTime::now())?;
-    let compute = Nova::admin(host)
-        .and_then(|nova| nova.compute_states())
-        .map_err(|e| tracing::warn!("nova's view of the nodes is unknown: {e:#}"))
+    let compute = compute_cloud(host)
+        .and_then(|cloud| cloud.compute_states())
+        .map_err(|e| tracing::warn!("the compute cloud's view of the nodes is unknown: {e:#}"))
         .unwrap_or_default();
-    let southbound = OvnSouthbound {
-        runner: host.runner.as_ref(),
-    };
-    let network = (southbound.chassis_states(CHASSIS_ANSWER))
-        .map_err(|e| tracing::warn!("OVN's view of the nodes is unknown: {e:#}"))
+    let network = (southbound(host.runner.as_ref()).chassis_states(CHASSIS_ANSWER))
+        .map_err(|e| tracing::warn!("the southbound's view of the nodes is unknown: {e:#}"))
         .ok();
     let compute_known = !compute.is_empty();
     Ok(hosts
@@ -193,7 +191,7 @@ pub fn revoke_site(recipes: &Recipes, host: &Host, name: &str) -> Result<()> {
         progress.remove(&lock, &p.hostname)?;
     }
     ovn_access::write_client_cas(&host.files)?;
-    southbound(host).cut_off(&members)?;
+    southbound(host.runner.as_ref()).cut_off(&members)?;
     Ok(())
 }
 
@@ -223,7 +221,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
         }
         bail!("there is no node {hostname}; `dcn node list` shows the nodes");
     };
-    let nova = Nova::admin(host)?;
+    let compute = compute_cloud(host)?;
     let accounts = ControlPlaneAccounts { host: host.clone() };
     super::accounts::revoke(&accounts, recipes, hostname)?;
     let mut dead = node.clone();
@@ -234,7 +232,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
     ovn_access::write_client_cas(&host.files)?;
     let site = registry.site(&node.site)?;
     if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
-        nova.unplace(aggregate, hostname)?;
+        compute.unplace(aggregate, hostname)?;
     }
     // A node an older dcn let join under the control plane's own name: its
     // accounts, certificate and edge zone are gone; the chassis, compute
@@ -244,16 +242,9 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
         registry.remove_node(hostname)?;
         return Ok(Removed::Node);
     }
-    southbound(host).cut_off(&[hostname.to_string()])?;
-    nova.remove_host(hostname)?;
+    southbound(host.runner.as_ref()).cut_off(&[hostname.to_string()])?;
+    compute.remove_host(hostname)?;
     progress.remove(&lock, hostname)?;
     registry.remove_node(hostname)?;
     Ok(Removed::Node)
-}
-
-/// The southbound of the control plane on `host`.
-fn southbound(host: &Host) -> OvnSouthbound<'_> {
-    OvnSouthbound {
-        runner: host.runner.as_ref(),
-    }
 }

@@ -11,7 +11,7 @@ use crate::bundle::{
 use crate::config::StandaloneConfig;
 use crate::deployment::{CONFIG_FILE, Deployment, saved_config};
 use crate::host::Host;
-use crate::openstack::compute::{ComputeCloud, Nova};
+use crate::openstack::compute::ComputeCloud;
 use crate::pki::Pin;
 use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
@@ -49,7 +49,7 @@ pub struct Exported {
 fn admit_site(host: &Host, registry: &Registry, site_name: &str) -> Result<bool> {
     let existing = registry.site(site_name)?;
     let site_created = existing.as_ref().is_none_or(|s| s.revoked_at.is_some());
-    let aggregate = Nova::admin(host)?.ensure_zone(site_name)?;
+    let aggregate = crate::openstack::compute_cloud(host)?.ensure_zone(site_name)?;
     registry.save_site(&Site {
         name: site_name.to_string(),
         created_at: match &existing {
