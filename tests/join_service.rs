@@ -95,7 +95,7 @@ fn joins_and_refusals_over_https() {
     assert!(dcn::pki::verify_issued_by(cp.ca.cert_pem(), &reply.node_certificate).is_err());
     let admitted = cp
         .files
-        .read_string(dcn::centre::sites::ovn_access::CLIENT_CAS)
+        .read_string(dcn::openstack::southbound::admission::CLIENT_CAS)
         .unwrap()
         .unwrap();
     assert!(admitted.contains(node_ca.trim()));

@@ -135,7 +135,7 @@ fn node_record(cp: &ControlPlane, name: &str) -> dcn::centre::sites::NodeRecord 
 fn admitted(cp: &ControlPlane) -> usize {
     let text = cp
         .files
-        .read_string(dcn::centre::sites::ovn_access::CLIENT_CAS)
+        .read_string(dcn::openstack::southbound::admission::CLIENT_CAS)
         .unwrap()
         .unwrap();
     split_pem(&text).len() - 1

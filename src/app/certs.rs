@@ -67,7 +67,7 @@ fn renew(recipes: &Recipes, host: &Host, force: bool) -> Result<()> {
             println!(
                 "Renewed the {name} certificate ({why}): serial {}, valid until {}.",
                 info.serial,
-                crate::timefmt::rfc3339(crate::certs::policy::system_time(info.not_after))
+                crate::timefmt::rfc3339(crate::pki::lifetime::system_time(info.not_after))
             );
         }
         if run.trust_changed {

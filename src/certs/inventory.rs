@@ -3,7 +3,8 @@
 //! its TLS certificates and each node's certificate (as the centre last
 //! issued it); on an edge its own.
 
-use super::policy::{Standing, left, standing, system_time};
+use super::policy::{Standing, left, standing};
+use crate::pki::lifetime::system_time;
 use crate::pki::{CertInfo, Pin};
 use serde::Serialize;
 use std::time::{Duration, SystemTime};

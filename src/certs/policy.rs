@@ -4,8 +4,8 @@
 
 use crate::config::certificates::Certificates;
 use crate::pki::CertInfo;
+use crate::pki::lifetime::system_time;
 use std::time::{Duration, SystemTime};
-use time::OffsetDateTime;
 
 /// Lifetimes and the renewal point, from the control plane's config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,24 +80,10 @@ pub fn left(info: &CertInfo, now: SystemTime) -> Duration {
         .unwrap_or(Duration::ZERO)
 }
 
-/// An X.509 time as a `SystemTime`.
-pub fn system_time(t: OffsetDateTime) -> SystemTime {
-    let secs = t.unix_timestamp();
-    if secs >= 0 {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(secs as u64)
-    } else {
-        SystemTime::UNIX_EPOCH
-    }
-}
-
-/// A std duration as the `time` crate's, for issuing certificates.
-pub fn validity(d: Duration) -> time::Duration {
-    time::Duration::try_from(d).unwrap_or(time::Duration::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pki::lifetime::validity;
     use crate::pki::{CertificateAuthority, LeafRequest, Usage};
 
     fn issued(lifetime: Duration) -> CertInfo {

@@ -6,6 +6,7 @@
 //! `sha256:` + hex of the SHA-256 of the CA certificate's DER
 //! SubjectPublicKeyInfo.
 
+pub mod lifetime;
 mod pin;
 
 pub use pin::Pin;

@@ -111,7 +111,7 @@ pub fn issue(
     signer: &CertificateAuthority,
     lifetime: Duration,
 ) -> Result<CertInfo> {
-    let issued = signer.issue_for(request, crate::certs::policy::validity(lifetime))?;
+    let issued = signer.issue_for(request, crate::pki::lifetime::validity(lifetime))?;
     files.write(
         paths::leaf_key(name),
         issued.key_pem.expose().as_bytes(),

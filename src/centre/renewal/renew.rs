@@ -102,7 +102,7 @@ pub(super) fn renew_locked(recipes: &Recipes, host: &Host, force: bool) -> Resul
     )?;
     // Nodes whose previous certificates expired are not admitted by
     // those any more (the list is rewritten only when it changes).
-    crate::centre::sites::ovn_access::write_client_cas(files)?;
+    crate::centre::sites::southbound_members::admit(files)?;
     Ok(run)
 }
 

@@ -21,9 +21,10 @@
 use super::renew::{PKI_LOCK, Renewal, renew_locked};
 use crate::centre::sites::Registry;
 use crate::certs::authority::{Authorities, Rotation};
-use crate::certs::policy::{Policy, system_time, validity};
+use crate::certs::policy::Policy;
 use crate::host::Host;
 use crate::host::lock::FileLock;
+use crate::pki::lifetime::{system_time, validity};
 use crate::pki::{CertInfo, Pin};
 use crate::recipes::Recipes;
 use anyhow::{Result, bail};

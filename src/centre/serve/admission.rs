@@ -5,7 +5,8 @@
 use super::challenge::Challenges;
 use super::handlers::{Refusal, refuse};
 use crate::bundle::JoinToken;
-use crate::centre::sites::{NodeRecord, NodeState, TokenRecord, ovn_access};
+use crate::centre::sites::{NodeRecord, NodeState, TokenRecord};
+use crate::openstack::southbound::admission;
 use crate::secrets::stored_hash;
 use crate::timefmt::rfc3339;
 use crate::wire::JoinRequest;
@@ -88,7 +89,7 @@ pub(super) fn may_join(
 pub(super) fn proof_checked(
     req: &JoinRequest,
     challenges: &Challenges,
-    issued: &ovn_access::NodeCertificate,
+    issued: &admission::NodeCertificate,
     joined_before: bool,
     hostname: &crate::types::NodeName,
     token_id: &str,
@@ -135,7 +136,7 @@ pub(super) fn node_record(
     site: &str,
     address: std::net::IpAddr,
     node_secret: &str,
-    issued: &ovn_access::NodeCertificate,
+    issued: &admission::NodeCertificate,
     now: SystemTime,
 ) -> NodeRecord {
     NodeRecord {
@@ -154,7 +155,7 @@ pub(super) fn node_record(
         // sessions until they expire.
         previous_ovn_cas: existing
             .map(|n| {
-                ovn_access::unexpired(
+                admission::unexpired(
                     n.previous_ovn_cas
                         .iter()
                         .chain(&n.ovn_ca)

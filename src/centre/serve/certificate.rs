@@ -2,7 +2,7 @@
 //! (with its node secret) reports the CAs it trusts, and, when its
 //! certificate is due, sends a CSR for the key it has held since it joined:
 //! the centre signs it with a new CA made for that certificate alone
-//! ([`crate::centre::sites::ovn_access`]), which the OVN southbound admits from
+//! ([`crate::openstack::southbound::admission`]), which the OVN southbound admits from
 //! then on, beside the earlier one until that expires. The reply carries
 //! the CAs the node must trust now, which is how a CA rotation reaches
 //! every node before anything is signed with the new CA.
@@ -11,9 +11,10 @@
 //! certificate's end renews the same way when it is back.
 
 use super::handlers::{Refusal, authenticated_node, internal, node_policy, refuse};
-use crate::centre::sites::{Registry, ovn_access};
+use crate::centre::sites::{Registry, southbound_members};
 use crate::certs::authority::Authorities;
 use crate::host::Host;
+use crate::openstack::southbound::admission;
 use crate::pki::Pin;
 use crate::wire::{CertificateCheck, CertificateReply, MAX_TRUSTED_CAS, TrustedCas};
 use sha2::Digest;
@@ -52,7 +53,7 @@ pub fn check(
                 "the recorded address of {hostname} is damaged"
             ))
         })?;
-        let issued = ovn_access::issue(csr, hostname, address, policy.node).map_err(|e| {
+        let issued = admission::issue(csr, hostname, address, policy.node).map_err(|e| {
             refuse(
                 400,
                 "bad-request",
@@ -72,7 +73,7 @@ pub fn check(
         }
         let mut previous = std::mem::take(&mut node.previous_ovn_cas);
         previous.extend(node.ovn_ca.take());
-        node.previous_ovn_cas = ovn_access::unexpired(previous);
+        node.previous_ovn_cas = admission::unexpired(previous);
         node.ovn_ca = Some(issued.ca_pem);
         node.certificate = Some(issued.cert_pem.clone());
         certificate = Some(issued.cert_pem);
@@ -95,7 +96,7 @@ pub fn check(
     }
     drop(lock);
     if certificate.is_some() {
-        ovn_access::write_client_cas(&host.files).map_err(internal)?;
+        southbound_members::admit(&host.files).map_err(internal)?;
         tracing::info!("renewed the certificate of node {hostname}");
     }
     Ok(CertificateReply {

@@ -6,10 +6,13 @@ use super::admission::{may_join, node_record, parse_request, proof_checked};
 use super::challenge::Challenges;
 use crate::bundle::JoinToken;
 use crate::centre::sites::progress::{Phase, ProgressStore};
-use crate::centre::sites::{NodeRecord, NodeState, Registry, Site, TokenRecord, ovn_access};
+use crate::centre::sites::{
+    NodeRecord, NodeState, Registry, Site, TokenRecord, southbound_members,
+};
 use crate::host::Host;
 use crate::openstack::accounts::NodeAccounts;
 use crate::openstack::compute::{ComputeCloud, Nova};
+use crate::openstack::southbound::admission;
 use crate::passwords::PasswordStore;
 use crate::secrets::{random_string, stored_hash};
 use crate::timefmt::{parse_rfc3339, rough};
@@ -110,7 +113,7 @@ pub fn join(
     // requester holds the key.
     let policy = node_policy(host)?;
     let issued =
-        ovn_access::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
+        admission::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
             refuse(
                 400,
                 "bad-request",
@@ -164,7 +167,7 @@ pub fn join(
         record.uses += 1;
         registry.save_token(&record).map_err(internal)?;
     }
-    ovn_access::write_client_cas(&host.files).map_err(internal)?;
+    southbound_members::admit(&host.files).map_err(internal)?;
     // The join is done whatever happens to its progress record.
     if let Err(e) = record_joined(host, &lock, &site.name, hostname.as_str(), &record.id) {
         tracing::warn!("recording that {hostname} joined: {e:#}");

@@ -105,7 +105,7 @@ pub fn serve_with(
 ) -> Result<()> {
     // The OVN SB's list of admitted nodes, from the registry (it is not
     // there yet after `standalone init` or a reset).
-    let admitted = crate::centre::sites::ovn_access::write_client_cas(&host.files)?;
+    let admitted = crate::centre::sites::southbound_members::admit(&host.files)?;
     tracing::info!("the OVN southbound admits {admitted} edge node(s)");
     let tls = server_tls(&host)?;
 

@@ -1,10 +1,10 @@
 //! `dcn site list|revoke` and `dcn node list|remove`: what the operator
 //! does with sites and nodes after they joined.
 
-use super::ovn_access;
 use super::phases::{self, NodePhase};
 use super::progress::{Phase, ProgressStore};
 use super::registry::{NodeRecord, Registry, Site};
+use super::southbound_members;
 use crate::host::Host;
 use crate::openstack::PlaneState;
 use crate::openstack::accounts::ControlPlaneAccounts;
@@ -190,7 +190,7 @@ pub fn revoke_site(recipes: &Recipes, host: &Host, name: &str) -> Result<()> {
     for p in progress.all()?.into_iter().filter(|p| p.site == name) {
         progress.remove(&lock, &p.hostname)?;
     }
-    ovn_access::write_client_cas(&host.files)?;
+    southbound_members::admit(&host.files)?;
     southbound(host.runner.as_ref()).cut_off(&members)?;
     Ok(())
 }
@@ -229,7 +229,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
     dead.key_pin = None;
     dead.ovn_ca = None;
     registry.save_node(&dead)?;
-    ovn_access::write_client_cas(&host.files)?;
+    southbound_members::admit(&host.files)?;
     let site = registry.site(&node.site)?;
     if let Some(aggregate) = site.as_ref().and_then(|s| s.aggregate_id) {
         compute.unplace(aggregate, hostname)?;

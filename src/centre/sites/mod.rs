@@ -9,11 +9,11 @@
 pub mod accounts;
 pub mod admin;
 pub mod export;
-pub mod ovn_access;
 pub mod phases;
 pub mod progress;
 mod registry;
 pub mod reserved;
 pub mod site_config;
+pub mod southbound_members;
 
 pub use registry::{AppliedConfig, Lock, NodeRecord, NodeState, Registry, Site, TokenRecord};

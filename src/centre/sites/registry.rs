@@ -66,7 +66,7 @@ pub struct NodeRecord {
     pub key_pin: Option<String>,
     /// The node's own CA certificate (PEM), which signed its certificate and
     /// nothing else: the OVN southbound trusts it while the node is a
-    /// member ([`super::ovn_access`]).
+    /// member ([`super::southbound_members`]).
     #[serde(default)]
     pub ovn_ca: Option<String>,
     /// The CAs of the node's earlier certificates, trusted by the SB until

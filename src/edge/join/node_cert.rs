@@ -183,7 +183,7 @@ pub(crate) fn check(
         );
         done.renewed = Some((
             info.serial.clone(),
-            crate::timefmt::rfc3339(crate::certs::policy::system_time(info.not_after)),
+            crate::timefmt::rfc3339(crate::pki::lifetime::system_time(info.not_after)),
         ));
     }
     done.trust_changed = install_trust(host, &cas)?;

@@ -1,4 +1,6 @@
-//! Who may write the OVN southbound database from across the WAN.
+//! Who may write the OVN southbound database from across the WAN: each
+//! node's certificate, and the list of CAs the southbound trusts (the
+//! centre's registry says who the members are).
 //!
 //! - **Authorisation**: edges reach the SB through its SSL listener with
 //!   OVN's `ovn-controller` RBAC role (the ovn-central recipe), so a node can
@@ -15,7 +17,6 @@
 //! The file always holds one more CA, whose key nobody has: ovsdb-server
 //! keeps its old list when the file holds none.
 
-use super::registry::Registry;
 use crate::host::{FileSpec, Files};
 use crate::pki::{CertificateAuthority, LeafRequest, Pin, Usage};
 use anyhow::{Context, Result};
@@ -46,7 +47,7 @@ pub fn issue(
     address: IpAddr,
     validity: std::time::Duration,
 ) -> Result<NodeCertificate> {
-    let validity = crate::certs::policy::validity(validity);
+    let validity = crate::pki::lifetime::validity(validity);
     let ca = CertificateAuthority::generate_for(&format!("dcn node {hostname}"), validity)?;
     let cert_pem = ca.sign_csr_for(
         csr_pem,
@@ -71,32 +72,21 @@ pub fn issue(
     })
 }
 
-/// Write [`CLIENT_CAS`]: the CAs of the certificates of the nodes of
-/// sites that are not revoked (the current one of each, and earlier ones
-/// until they expire), and the keyless one. The file is rewritten only
-/// when that list changes (ovsdb-server reloads it each time). Returns
-/// how many nodes it admits.
-pub fn write_client_cas(files: &Files) -> Result<usize> {
-    let registry = Registry::new(files);
-    let active: Vec<String> = registry
-        .sites()?
-        .into_iter()
-        .filter(|s| s.revoked_at.is_none())
-        .map(|s| s.name)
-        .collect();
+/// A node the southbound admits: the CA of its current certificate (even
+/// when expired: the node renews with it) and those of earlier ones.
+pub struct Member<'a> {
+    pub current_ca: &'a str,
+    pub previous_cas: &'a [String],
+}
+
+/// Write [`CLIENT_CAS`]: the CAs of `members` (earlier ones until they
+/// expire) and the keyless one. The file is rewritten only when that list
+/// changes (ovsdb-server reloads it each time).
+pub fn write_client_cas(files: &Files, members: &[Member]) -> Result<()> {
     let mut cas: Vec<String> = Vec::new();
-    let mut n = 0;
-    for node in registry.nodes()? {
-        if !active.contains(&node.site) {
-            continue;
-        }
-        let Some(current) = &node.ovn_ca else {
-            continue;
-        };
-        n += 1;
-        // The current one even when expired: the node renews with it.
-        cas.push(format!("{}\n", current.trim_end()));
-        for previous in unexpired(node.previous_ovn_cas) {
+    for member in members {
+        cas.push(format!("{}\n", member.current_ca.trim_end()));
+        for previous in unexpired(member.previous_cas.to_vec()) {
             cas.push(format!("{}\n", previous.trim_end()));
         }
     }
@@ -104,7 +94,7 @@ pub fn write_client_cas(files: &Files) -> Result<usize> {
     let mut listed = crate::pki::split_pem(&existing);
     // The last one is the keyless CA.
     if listed.pop().is_some() && listed == cas {
-        return Ok(n);
+        return Ok(());
     }
     let keyless = CertificateAuthority::generate("dcn: admits no one")?;
     let mut text = String::from("# Written by dcn: the CAs of the edge nodes the OVN SB admits.\n");
@@ -117,7 +107,7 @@ pub fn write_client_cas(files: &Files) -> Result<usize> {
         files.ensure_dir("/etc/ovn/dcn", &FileSpec::public_dir())?;
     }
     files.write(CLIENT_CAS, text.as_bytes(), &FileSpec::public())?;
-    Ok(n)
+    Ok(())
 }
 
 /// The CAs of `cas` that have not expired (each node CA lives as long as
@@ -127,7 +117,7 @@ pub fn unexpired(cas: Vec<String>) -> Vec<String> {
     cas.into_iter()
         .filter(|pem| {
             crate::pki::CertInfo::from_pem(pem)
-                .is_ok_and(|i| crate::certs::policy::system_time(i.not_after) > now)
+                .is_ok_and(|i| crate::pki::lifetime::system_time(i.not_after) > now)
         })
         .collect()
 }

@@ -2,7 +2,9 @@
 //! `ovn-nbctl` and `ovn-appctl`: rows as JSON, which chassis answer a ping,
 //! cutting chassis off, and the one write dcn makes to chassis rows (see
 //! [`mirror_chassis_options`]). [`Southbound`] is what the rest of dcn
-//! uses.
+//! uses; [`admission`] says who may write to it from across the WAN.
+
+pub mod admission;
 
 use super::PlaneState;
 use crate::host::{Cmd, Runner};
