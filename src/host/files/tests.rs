@@ -235,3 +235,32 @@ fn dry_run_moves_and_copies_nothing() {
     assert_eq!(names, ["a"]);
     assert_eq!(f.planned().len(), 3);
 }
+
+#[test]
+fn empty_directories_go_and_full_ones_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Files::new(dir.path(), false);
+    assert_eq!(f.remove_dir("/mnt/none").unwrap(), Change::Unchanged);
+    f.create_dir_all("/mnt/empty").unwrap();
+    assert_eq!(f.remove_dir("/mnt/empty").unwrap(), Change::Removed);
+    assert!(!f.exists("/mnt/empty").unwrap());
+    f.write("/mnt/full/a", b"x", &FileSpec::public()).unwrap();
+    assert!(f.remove_dir("/mnt/full").is_err());
+    assert!(f.exists("/mnt/full/a").unwrap());
+}
+
+#[test]
+fn canonical_paths_resolve_links_and_stay_under_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Files::new(dir.path(), false);
+    f.write("/srv/a/b", b"x", &FileSpec::public()).unwrap();
+    f.symlink("a", "/srv/l").unwrap();
+    assert_eq!(
+        f.canonicalize("/srv/l/b").unwrap(),
+        PathBuf::from("/srv/a/b")
+    );
+    assert!(f.canonicalize("/srv/none").is_err());
+    let outside = tempfile::tempdir().unwrap();
+    f.symlink(outside.path(), "/srv/out").unwrap();
+    assert!(f.canonicalize("/srv/out").is_err());
+}

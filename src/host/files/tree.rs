@@ -140,4 +140,36 @@ impl Files {
     pub fn read_link(&self, path: impl AsRef<Path>) -> Result<Option<PathBuf>> {
         Ok(fs::read_link(self.host_path(path.as_ref())?).ok())
     }
+
+    /// Remove the directory `path` if it is there and empty: a mount point
+    /// once unmounted. Unlike [`Self::remove_all`] it never deletes what is
+    /// in it, so a mount that is still there is left whole.
+    pub fn remove_dir(&self, path: impl AsRef<Path>) -> Result<Change> {
+        let path = path.as_ref();
+        let hp = self.host_path(path)?;
+        if !fs::symlink_metadata(&hp).is_ok_and(|md| md.is_dir()) {
+            return Ok(Change::Unchanged);
+        }
+        if self.dry_run {
+            self.plan(path, Change::Removed, None, None, false);
+            return Ok(Change::Removed);
+        }
+        fs::remove_dir(&hp).with_context(|| format!("removing {}", path.display()))?;
+        Ok(Change::Removed)
+    }
+
+    /// Where `path` really is, its links resolved, as a path of the system
+    /// (under the root): what a mount table or a process's arguments name.
+    /// An error when nothing is there or it leads out of the root.
+    pub fn canonicalize(&self, path: impl AsRef<Path>) -> Result<PathBuf> {
+        let path = path.as_ref();
+        let real = fs::canonicalize(self.host_path(path)?)
+            .with_context(|| format!("finding {}", path.display()))?;
+        let root = fs::canonicalize(&self.root)
+            .with_context(|| format!("finding {}", self.root.display()))?;
+        let inside = real
+            .strip_prefix(&root)
+            .with_context(|| format!("{} leads out of {}", path.display(), root.display()))?;
+        Ok(Path::new("/").join(inside))
+    }
 }
