@@ -4,6 +4,7 @@
 //! console buffer fills), enter with `nsenter -t <pid of its systemd> -a`.
 
 use super::nsenter::ContainerRunner;
+use super::procfs;
 use crate::host::command::{Cmd, spawn_daemon};
 use crate::host::systemd::Systemd;
 use anyhow::{Result, bail};
@@ -141,10 +142,10 @@ pub fn wait_ready(
 
 /// Whether a process exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat_state(&stat).is_some_and(|s| s != 'Z' && s != 'X'),
-        Err(_) => false,
-    }
+    procfs::read_string(pid, "stat")
+        .as_deref()
+        .and_then(stat_state)
+        .is_some_and(|s| s != 'Z' && s != 'X')
 }
 
 /// (state, ppid) from a /proc/PID/stat line; the command name may contain
@@ -167,17 +168,14 @@ pub fn find_init(nspawn: u32) -> Option<u32> {
     let mut parents = vec![nspawn];
     for _ in 0..3 {
         let mut children = Vec::new();
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+        for pid in procfs::pids().ok()? {
+            let Some(stat) = procfs::read_string(pid, "stat") else {
                 continue;
             };
             if let Some((_, ppid)) = stat_fields(&stat)
                 && parents.contains(&ppid)
             {
-                let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+                let comm = procfs::read_string(pid, "comm").unwrap_or_default();
                 if comm.trim() == "systemd" {
                     return Some(pid);
                 }
@@ -263,7 +261,7 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, how: Stop) -> Result<()>
         }
         end_nsenters(name, init, false);
         // Still the container's systemd, not a process that took its PID.
-        let comm = std::fs::read_to_string(format!("/proc/{init}/comm")).unwrap_or_default();
+        let comm = procfs::read_string(init, "comm").unwrap_or_default();
         if alive(init) && comm.trim() == "systemd" {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(init as i32),
@@ -288,8 +286,7 @@ pub fn stop(name: &str, nspawn: u32, init: Option<u32>, how: Stop) -> Result<()>
 /// namespace (its systemd, in `zap_pid_ns_processes`) can never end.
 fn end_nsenters(name: &str, init: u32, stopped_only: bool) {
     for pid in super::sweep::nsenters(init) {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
+        let state = procfs::read_string(pid, "stat")
             .as_deref()
             .and_then(stat_state);
         if stopped_only && state != Some('T') {
@@ -329,8 +326,7 @@ fn kill_order(init: Option<u32>, nspawn: u32) -> Vec<u32> {
 fn is_descendant(pid: u32, ancestor: u32) -> bool {
     let mut p = pid;
     for _ in 0..16 {
-        let Some((_, ppid)) = std::fs::read_to_string(format!("/proc/{p}/stat"))
-            .ok()
+        let Some((_, ppid)) = procfs::read_string(p, "stat")
             .as_deref()
             .and_then(stat_fields)
         else {

@@ -2,6 +2,7 @@
 //! summed. RSS counts shared pages once per process (an overestimate for
 //! forked API workers); PSS shares them out and is the fairer total.
 
+use super::procfs;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -14,7 +15,7 @@ pub struct MemoryUse {
 
 /// The memory of every process that shares `init_pid`'s PID namespace.
 pub fn measure(init_pid: u32) -> MemoryUse {
-    let ns = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    let ns = |pid: u32| procfs::link(pid, "ns/pid");
     let Some(want) = ns(init_pid) else {
         return MemoryUse::default();
     };
@@ -42,8 +43,7 @@ pub fn measure(init_pid: u32) -> MemoryUse {
 
 /// Proportional set size of a process, from smaps_rollup.
 fn pss(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .ok()
+    procfs::read_string(pid, "smaps_rollup")
         .and_then(|t| {
             t.lines()
                 .find_map(|l| l.strip_prefix("Pss:"))

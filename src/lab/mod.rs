@@ -17,6 +17,7 @@ mod manage;
 mod memory;
 mod net;
 mod nsenter;
+mod procfs;
 mod repo;
 mod report;
 pub(crate) mod rootfs;

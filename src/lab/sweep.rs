@@ -5,7 +5,7 @@
 //! container an interrupted command started and never recorded does not
 //! outlive the lab.
 
-use super::container;
+use super::{container, procfs};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -23,11 +23,8 @@ pub struct Found {
 pub fn containers(dir: &Path) -> Result<Vec<Found>> {
     let hosts = format!("--directory={}/", canonical(dir).join("hosts").display());
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+    for pid in procfs::pids()? {
+        let Some(cmdline) = procfs::read(pid, "cmdline") else {
             continue;
         };
         if let Some(machine) = lab_machine(&cmdline, &hosts)
@@ -68,15 +65,10 @@ fn lab_machine(cmdline: &[u8], hosts_arg: &str) -> Option<String> {
 /// namespace: after the container is gone, these are left-overs.
 pub fn nsenters(init: u32) -> Vec<u32> {
     let target = init.to_string();
-    std::fs::read_dir("/proc")
+    procfs::pids()
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            entered(&cmdline, &target).then_some(pid)
-        })
+        .filter(|pid| procfs::read(*pid, "cmdline").is_some_and(|c| entered(&c, &target)))
         .collect()
 }
 
@@ -91,7 +83,7 @@ fn entered(cmdline: &[u8], target: &str) -> bool {
 
 /// Mount points at or under `dir`, deepest first (the order to unmount).
 pub fn mounts(dir: &Path) -> Result<Vec<PathBuf>> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let text = procfs::mountinfo()?;
     Ok(mounts_under(&text, &canonical(dir)))
 }
 
