@@ -4,6 +4,7 @@
 use super::state::{HostState, LabState};
 use super::{REPO_MOUNT, UpOptions, bare_metal, container, net, rootfs};
 use crate::host::command::Runner;
+use crate::host::{FileSpec, Files};
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ pub(super) struct Layers<'a> {
 
 pub(super) fn boot_all(
     runner: &dyn Runner,
+    files: &Files,
     opts: &UpOptions,
     layers: Layers<'_>,
     config_text: &str,
@@ -35,32 +37,36 @@ pub(super) fn boot_all(
             ("edge", Some(_)) if !opts.edge_layer => vec![base],
             (_, Some(layer)) => vec![layer, base],
         };
-        let rootfs = rootfs::mount_layers(runner, &lowers, &host_dir)?;
+        let rootfs = rootfs::mount_layers(runner, files, &lowers, &host_dir)?;
         state.mounts.push(rootfs.clone());
         let h = state.host_mut(&name).expect("planned");
         h.rootfs = rootfs.clone();
         h.lowers = lowers.iter().map(|l| l.to_path_buf()).collect();
-        state.save(&opts.dir)?;
-        seed(&rootfs, &name, &hosts_file)?;
+        state.save(files, &opts.dir)?;
+        seed(files, &rootfs, &name, &hosts_file)?;
         if name == "cp" {
-            std::fs::create_dir_all(rootfs.join("etc/dcn"))?;
-            std::fs::write(rootfs.join("etc/dcn/site.yaml"), config_text)?;
+            files.write(
+                rootfs.join("etc/dcn/site.yaml"),
+                config_text.as_bytes(),
+                &FileSpec::public(),
+            )?;
         }
         if let Some((site, m)) = bm {
             if name == "cp" {
                 let cp = net::HostNet::new("cp", 0).address;
                 bare_metal::seed_control_plane(&rootfs, &opts.dir, site, m, cp)?;
             } else if role == bare_metal::BMC_ROLE {
-                bare_metal::seed_bmc(runner, &rootfs, site, m, &opts.dir)?;
+                bare_metal::seed_bmc(runner, files, &rootfs, site, m, &opts.dir)?;
             }
         }
-        std::fs::create_dir_all(opts.dir.join("logs"))?;
+        files.create_dir_all(opts.dir.join("logs"))?;
         state.dcn_binary = opts.dcn_binary.clone();
         state.repo = layers.repo.to_path_buf();
         let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
-        let init = boot_recorded(&opts.dir, state, &name, &spec)?;
+        let init = boot_recorded(files, &opts.dir, state, &name, &spec)?;
         container::wait_ready(
+            files,
             &spec,
             init,
             container::Readiness::Running,
@@ -75,17 +81,18 @@ pub(super) fn boot_all(
 /// it is known: a boot that fails later leaves a container `dcn lab down`
 /// knows.
 pub(super) fn boot_recorded(
+    files: &Files,
     dir: &Path,
     state: &mut LabState,
     host: &str,
     spec: &container::ContainerSpec,
 ) -> Result<u32> {
-    let init = container::start(spec, Duration::from_secs(120), |nspawn| {
+    let init = container::start(files, spec, Duration::from_secs(120), |nspawn| {
         state.host_mut(host).expect("a lab host").nspawn_pid = Some(nspawn);
-        state.save(dir)
+        state.save(files, dir)
     })?;
     state.host_mut(host).expect("a lab host").init_pid = Some(init);
-    state.save(dir)?;
+    state.save(files, dir)?;
     Ok(init)
 }
 
@@ -122,8 +129,17 @@ pub(super) fn hosts_file(state: &LabState) -> String {
 
 /// A container's own identity: host name (before anything installs: RabbitMQ
 /// derives its node name from it) and hosts file.
-pub(super) fn seed(rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
-    std::fs::write(rootfs.join("etc/hostname"), format!("{name}\n"))?;
-    std::fs::write(rootfs.join("etc/hosts"), hosts)?;
+pub(super) fn seed(files: &Files, rootfs: &Path, name: &str, hosts: &str) -> Result<()> {
+    let hostname = format!("{name}\n");
+    files.write(
+        rootfs.join("etc/hostname"),
+        hostname.as_bytes(),
+        &FileSpec::public(),
+    )?;
+    files.write(
+        rootfs.join("etc/hosts"),
+        hosts.as_bytes(),
+        &FileSpec::public(),
+    )?;
     Ok(())
 }

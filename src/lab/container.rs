@@ -5,7 +5,9 @@
 
 use super::nsenter::ContainerRunner;
 use super::procfs;
+use crate::host::Files;
 use crate::host::command::{Cmd, spawn_daemon};
+use crate::host::read::ReadSpec;
 use crate::host::systemd::Systemd;
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
@@ -40,6 +42,7 @@ pub enum Readiness {
 /// before anything else can fail, so `dcn lab down` can stop it whatever
 /// happens next.
 pub fn start(
+    files: &Files,
     spec: &ContainerSpec,
     timeout: Duration,
     on_nspawn: impl FnOnce(u32) -> Result<()>,
@@ -80,7 +83,7 @@ pub fn start(
                 "container {} exited while booting; its console log {}:\n{}",
                 spec.name,
                 spec.log.display(),
-                log_tail(&spec.log)
+                log_tail(files, &spec.log)
             );
         }
         if let Some(init) = find_init(nspawn) {
@@ -99,6 +102,7 @@ pub fn start(
 
 /// Wait until the container's systemd is as far as `ready` asks.
 pub fn wait_ready(
+    files: &Files,
     spec: &ContainerSpec,
     init: u32,
     ready: Readiness,
@@ -124,7 +128,7 @@ pub fn wait_ready(
                 "container {} stopped while booting; its console log {}:\n{}",
                 spec.name,
                 spec.log.display(),
-                log_tail(&spec.log)
+                log_tail(files, &spec.log)
             );
         }
         if Instant::now() >= deadline {
@@ -133,7 +137,7 @@ pub fn wait_ready(
                 spec.name,
                 timeout.as_secs(),
                 spec.log.display(),
-                log_tail(&spec.log)
+                log_tail(files, &spec.log)
             );
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -352,8 +356,16 @@ fn reap(pid: u32) {
     );
 }
 
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+/// A console log is appended to at every boot of its container: its tail
+/// is read from a log of at most this size.
+const LOG_MAX: u64 = 256 * 1024 * 1024;
+
+fn log_tail(files: &Files, log: &Path) -> String {
+    let text = files
+        .read_string_with(log, &ReadSpec::up_to(LOG_MAX))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     crate::host::command::tail_lines(&text, 30)
 }
 

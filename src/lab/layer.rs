@@ -5,7 +5,7 @@
 
 use crate::host::apt::Apt;
 use crate::host::systemd::Systemd;
-use crate::host::{Cmd, CmdOutput, Files, Runner, SystemRunner};
+use crate::host::{Cmd, CmdOutput, FileSpec, Files, Runner, SystemRunner};
 use crate::types::PackageSource;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -45,6 +45,7 @@ impl Runner for NspawnRunner {
 /// directory to use as an upper lower layer above `base`.
 pub fn ensure_edge_layer(
     runner: &dyn Runner,
+    files: &Files,
     cache: &Path,
     base: &Path,
     repo: &Path,
@@ -55,25 +56,31 @@ pub fn ensure_edge_layer(
     let mut key = Sha256::new();
     key.update(packages.join("\n"));
     key.update(units.join("\n"));
-    key.update(std::fs::read(repo.join("Packages")).unwrap_or_default());
+    key.update(
+        super::repo::read_index(files, repo)
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+    );
     let key = hex::encode(key.finalize());
-    if std::fs::read_to_string(layer.join(".dcn-key"))
+    if files
+        .read_string(layer.join(".dcn-key"))
         .ok()
+        .flatten()
         .as_deref()
         == Some(key.as_str())
     {
         tracing::info!("  using the cached edge layer {}", layer.display());
         return Ok(layer.join("upper"));
     }
-    if layer.exists() {
-        std::fs::remove_dir_all(&layer)
-            .with_context(|| format!("removing the stale {}", layer.display()))?;
-    }
-    let merged = super::rootfs::mount_overlay(runner, base, &layer)?;
+    files
+        .remove_all(&layer)
+        .with_context(|| format!("removing the stale {}", layer.display()))?;
+    let merged = super::rootfs::mount_overlay(runner, files, base, &layer)?;
     // The repository, bound where apt (and dcn's check of its index) finds
     // it; removed again before the layer is kept.
     let repo_mount = merged.join(super::REPO_MOUNT.trim_start_matches('/'));
-    std::fs::create_dir_all(&repo_mount)?;
+    files.create_dir_all(&repo_mount)?;
     runner.run(
         &Cmd::new("binding the package repository", "mount")
             .args(["--bind", "-o", "ro"])
@@ -81,14 +88,14 @@ pub fn ensure_edge_layer(
             .arg(repo_mount.display().to_string()),
     )?;
     let result = (|| -> Result<()> {
-        let files = Files::new(&merged, false);
+        let inside = Files::new(&merged, false);
         let nspawn = NspawnRunner {
             root: merged.clone(),
             inner: SystemRunner::new(false),
         };
         let apt = Apt::new(
             &nspawn,
-            &files,
+            &inside,
             PackageSource::Local(super::REPO_MOUNT.into()),
         );
         apt.update()?;
@@ -102,15 +109,15 @@ pub fn ensure_edge_layer(
         let units: Vec<&str> = units.iter().map(String::as_str).collect();
         Systemd::new(&nspawn).disable_if_present(&units)?;
         // The lab's repository is mounted in every container anyway.
-        files.remove(crate::host::apt::LOCAL_SOURCE_LIST)?;
+        inside.remove(crate::host::apt::LOCAL_SOURCE_LIST)?;
         Ok(())
     })();
     super::rootfs::unmount(runner, &repo_mount)?;
-    let _ = std::fs::remove_dir(&repo_mount);
+    let _ = files.remove_dir(&repo_mount);
     super::rootfs::unmount(runner, &merged)?;
     result?;
-    let _ = std::fs::remove_dir_all(layer.join("work"));
-    let _ = std::fs::remove_dir(&merged);
-    std::fs::write(layer.join(".dcn-key"), key)?;
+    let _ = files.remove_all(layer.join("work"));
+    let _ = files.remove_dir(&merged);
+    files.write(layer.join(".dcn-key"), key.as_bytes(), &FileSpec::public())?;
     Ok(layer.join("upper"))
 }

@@ -4,7 +4,8 @@ use super::boot::container_spec;
 use super::container;
 use super::nsenter::ContainerRunner;
 use super::state::{LabState, VmState};
-use super::{net, require_root, rootfs};
+use super::{absolute, net, require_root, rootfs};
+use crate::host::Files;
 use crate::host::command::{Cmd, Runner, SystemRunner, run_inherited};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -28,24 +29,26 @@ pub struct Restarted {
 /// as soon as it runs, before anything that needs the network.
 pub fn restart(dir: &Path, host: &str, cut: bool) -> Result<Restarted> {
     require_root()?;
-    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let mut state =
+        LabState::load(&files, dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?.clone();
     let how = if cut {
         container::Stop::Cut
     } else {
         container::Stop::PowerOff(Duration::from_secs(90))
     };
-    power_off(dir, &mut state, &h, how)?;
+    power_off(&files, dir, &mut state, &h, how)?;
     let spec = container_spec(dir, &state, &h)?;
     let t = Instant::now();
-    let init = super::boot::boot_recorded(dir, &mut state, host, &spec)?;
+    let init = super::boot::boot_recorded(&files, dir, &mut state, host, &spec)?;
     let link_down = !link_is_up(&h.router_link);
     let ready = if link_down {
         container::Readiness::Reachable
     } else {
         container::Readiness::Running
     };
-    container::wait_ready(&spec, init, ready, Duration::from_secs(180))?;
+    container::wait_ready(&files, &spec, init, ready, Duration::from_secs(180))?;
     Ok(Restarted {
         seconds: t.elapsed().as_secs_f64(),
         link_down,
@@ -65,7 +68,9 @@ pub struct Replaced {
 pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
     require_root()?;
     let runner = SystemRunner::new(false);
-    let mut state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let mut state =
+        LabState::load(&files, dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?.clone();
     if h.lowers.is_empty() {
         bail!(
@@ -73,6 +78,7 @@ pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
         );
     }
     power_off(
+        &files,
         dir,
         &mut state,
         &h,
@@ -84,18 +90,17 @@ pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
         .parent()
         .context("a host's root filesystem has a parent directory")?;
     for layer in ["upper", "work"] {
-        let d = host_dir.join(layer);
-        if d.exists() {
-            std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
-        }
+        files.remove_all(host_dir.join(layer))?;
     }
     let lowers: Vec<&Path> = h.lowers.iter().map(|p| p.as_path()).collect();
-    let mounted = rootfs::mount_layers(&runner, &lowers, host_dir)?;
-    super::boot::seed(&mounted, &h.name, &super::boot::hosts_file(&state))?;
+    let mounted = rootfs::mount_layers(&runner, &files, &lowers, host_dir)?;
+    let hosts = super::boot::hosts_file(&state);
+    super::boot::seed(&files, &mounted, &h.name, &hosts)?;
     let spec = container_spec(dir, &state, &h)?;
     let t = Instant::now();
-    let init = super::boot::boot_recorded(dir, &mut state, host, &spec)?;
+    let init = super::boot::boot_recorded(&files, dir, &mut state, host, &spec)?;
     container::wait_ready(
+        &files,
         &spec,
         init,
         container::Readiness::Running,
@@ -110,6 +115,7 @@ pub fn replace(dir: &Path, host: &str) -> Result<Replaced> {
 /// record (a failed restart of an older dcn) that holds its root
 /// filesystem busy.
 fn power_off(
+    files: &Files,
     dir: &Path,
     state: &mut LabState,
     h: &super::state::HostState,
@@ -120,7 +126,7 @@ fn power_off(
     }
     // A container of this host the lab did not record (a failed restart of
     // an older dcn) holds its root filesystem busy: stop it too.
-    for found in super::sweep::containers(dir)? {
+    for found in super::sweep::containers(files, dir)? {
         if found.machine == h.name && Some(found.nspawn) != h.nspawn_pid {
             tracing::warn!(
                 "stopping a container of {} the lab had not recorded (nspawn PID {})",
@@ -140,7 +146,7 @@ fn power_off(
         hm.nspawn_pid = None;
         hm.init_pid = None;
     }
-    state.save(dir)
+    state.save(files, dir)
 }
 
 /// Remove everything the lab in `dir` created: containers (stopping a BMC
@@ -155,7 +161,8 @@ fn power_off(
 pub fn down(dir: &Path) -> Result<Vec<String>> {
     require_root()?;
     let runner = SystemRunner::new(false);
-    let Some(state) = LabState::load(dir)? else {
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let Some(state) = LabState::load(&files, dir)? else {
         tracing::info!("no lab in {}", dir.display());
         return Ok(Vec::new());
     };
@@ -173,7 +180,7 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
             problems.push(format!("{e:#}"));
         }
     }
-    for found in super::sweep::containers(dir)? {
+    for found in super::sweep::containers(&files, dir)? {
         let what = format!(
             "container {} (nspawn PID {}), not recorded by the lab",
             found.machine, found.nspawn
@@ -194,7 +201,7 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
             problems.push(format!("{e:#}"));
         }
     }
-    for m in super::sweep::mounts(dir)? {
+    for m in super::sweep::mounts(&files, dir)? {
         let what = format!("mount {}, not recorded by the lab", m.display());
         tracing::warn!("unmounting {what}");
         unexpected.push(what);
@@ -207,7 +214,7 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
             problems.push(format!("{e:#}"));
         }
     }
-    for ns in net::lab_namespaces_in(Path::new("/run/netns")) {
+    for ns in net::lab_namespaces(&files) {
         let what = format!("network namespace {ns}, not recorded by the lab");
         tracing::warn!("deleting {what}");
         unexpected.push(what);
@@ -221,19 +228,17 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
             problems.join("\n")
         );
     }
-    let hosts = dir.join("hosts");
-    if hosts.exists() {
-        std::fs::remove_dir_all(&hosts).with_context(|| format!("removing {}", hosts.display()))?;
-    }
-    super::bare_metal::remove_host_files(dir)?;
-    std::fs::remove_file(LabState::path(dir))?;
+    files.remove_all(dir.join("hosts"))?;
+    super::bare_metal::remove_host_files(&files, dir)?;
+    files.remove(LabState::path(dir))?;
     Ok(unexpected)
 }
 
 /// Each host (name, role, address, running or not, its link) and each
 /// bare-metal VM (its power, read through its BMC container).
 pub fn status(dir: &Path) -> Result<LabStatus> {
-    let state = LabState::load(dir)?
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let state = LabState::load(&files, dir)?
         .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
     let hosts = state
         .hosts
@@ -303,7 +308,9 @@ fn link_is_up(link: &str) -> bool {
 /// exit code.
 pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
     require_root()?;
-    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let state =
+        LabState::load(&files, dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?;
     let init = h
         .init_pid
@@ -322,7 +329,9 @@ pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
 /// Cut (`up == false`) or restore a host's link to the router.
 pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
     require_root()?;
-    let state = LabState::load(dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let state =
+        LabState::load(&files, dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
     let h = state.host(host)?;
     net::set_link(&SystemRunner::new(false), &h.router_link, up)
 }

@@ -35,8 +35,9 @@ pub use report::{EdgeJoin, PhaseTime, Report};
 pub use state::{HostState, LabState, VmKind, VmState};
 pub use up::up;
 
-use anyhow::{Result, bail};
-use std::path::PathBuf;
+use crate::host::Files;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
 
 /// Default lab directory.
 pub const DEFAULT_DIR: &str = "/var/lib/dcn-lab";
@@ -70,11 +71,31 @@ pub struct UpOptions {
     pub edge_iso: PathBuf,
 }
 
+impl UpOptions {
+    /// The options with their paths made absolute: the lab reaches its
+    /// files through [`Files`], whose paths are, and binds them into
+    /// containers.
+    fn absolute(&self) -> Result<UpOptions> {
+        Ok(UpOptions {
+            dir: absolute(&self.dir)?,
+            cache: absolute(&self.cache)?,
+            dcn_binary: absolute(&self.dcn_binary)?,
+            edge_iso: absolute(&self.edge_iso)?,
+            ..self.clone()
+        })
+    }
+}
+
+/// `path` as an absolute path (a lab directory given as a relative one).
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("finding {}", path.display()))
+}
+
 /// A lab whose processes all ended (killed with its session, say) leaves
 /// its network namespaces behind; they hold nothing but interfaces, so a new
 /// lab removes them. A lab that still runs is refused.
-fn remove_orphaned_namespaces(runner: &dyn crate::host::Runner) -> Result<()> {
-    let names = net::lab_namespaces_in(std::path::Path::new("/run/netns"));
+fn remove_orphaned_namespaces(runner: &dyn crate::host::Runner, files: &Files) -> Result<()> {
+    let names = net::lab_namespaces(files);
     if names.is_empty() {
         return Ok(());
     }

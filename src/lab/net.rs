@@ -5,7 +5,7 @@
 //! namespace and one end moved out, so the host's own network namespace is
 //! never touched. Private addresses only.
 
-use crate::host::{Cmd, Runner};
+use crate::host::{Cmd, Files, Runner};
 use anyhow::Result;
 use std::net::Ipv4Addr;
 
@@ -214,17 +214,14 @@ pub fn set_link(runner: &dyn Runner, router_link: &str, up: bool) -> Result<()> 
     )
 }
 
-/// The lab's namespaces in `dir` (normally /run/netns), sorted.
-pub fn lab_namespaces_in(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+/// The lab's namespaces (named in /run/netns), sorted.
+pub fn lab_namespaces(files: &Files) -> Vec<String> {
+    files
+        .list("/run/netns")
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| n.starts_with(PREFIX))
-        .collect();
-    names.sort();
-    names
+        .collect()
 }
 
 /// Whether any process lives in a namespace. A namespace whose processes
@@ -268,7 +265,7 @@ pub fn delete_netns(runner: &dyn Runner, name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::RecordingRunner;
+    use crate::host::{FileSpec, RecordingRunner};
 
     #[test]
     fn namespaces_without_processes_are_orphans_and_busy_ones_are_refused() {
@@ -292,11 +289,14 @@ mod tests {
     #[test]
     fn only_the_labs_namespaces_are_listed() {
         let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), false);
         for n in ["dcnlab-router", "dcnlab-cp", "other"] {
-            std::fs::write(dir.path().join(n), "").unwrap();
+            files
+                .write(format!("/run/netns/{n}"), b"", &FileSpec::public())
+                .unwrap();
         }
         assert_eq!(
-            lab_namespaces_in(dir.path()),
+            lab_namespaces(&files),
             vec!["dcnlab-cp".to_string(), "dcnlab-router".to_string()]
         );
     }

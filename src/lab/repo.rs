@@ -7,7 +7,8 @@
 //! rootfs's* dpkg status, so it is exactly what a container lacks.
 
 use crate::host::apt::Download;
-use crate::host::{Cmd, Runner};
+use crate::host::read::ReadSpec;
+use crate::host::{Cmd, FileSpec, Files, Runner};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -17,15 +18,16 @@ use std::time::Duration;
 /// cached repository already holds this exact set. Returns its path.
 pub fn ensure_repo(
     runner: &dyn Runner,
+    files: &Files,
     cache: &Path,
     base: &Path,
     packages: &[String],
 ) -> Result<PathBuf> {
     let repo = cache.join("repo");
-    let key = cache_key(base, packages)?;
+    let key = cache_key(files, base, packages)?;
     let key_file = repo.join(".dcn-key");
-    if repo.join("Packages").exists()
-        && std::fs::read_to_string(&key_file).ok().as_deref() == Some(key.as_str())
+    if files.exists(repo.join("Packages"))?
+        && files.read_string(&key_file).ok().flatten().as_deref() == Some(key.as_str())
     {
         tracing::info!("  using the cached package repository {}", repo.display());
         return Ok(repo);
@@ -33,7 +35,7 @@ pub fn ensure_repo(
     let state = cache.join("apt-state");
     let apt_cache = cache.join("apt-cache");
     for d in [&repo, &repo.join("partial"), &state, &apt_cache] {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        files.create_dir_all(d)?;
     }
     let download = Download {
         runner,
@@ -45,29 +47,51 @@ pub fn ensure_repo(
     download.refresh()?;
     download.upgrades()?;
     download.packages(packages)?;
-    let _ = std::fs::remove_dir_all(repo.join("partial"));
-    let _ = std::fs::remove_file(repo.join("lock"));
+    let _ = files.remove_all(repo.join("partial"));
+    let _ = files.remove(repo.join("lock"));
     let out = runner.run(
         &Cmd::new("indexing the local package repository", "apt-ftparchive")
             .args(["packages", "."])
             .cwd(&repo)
             .timeout(Duration::from_secs(600)),
     )?;
-    std::fs::write(repo.join("Packages"), out.stdout).context("writing the Packages index")?;
-    std::fs::write(&key_file, &key)?;
+    files
+        .write(
+            repo.join("Packages"),
+            out.stdout.as_bytes(),
+            &FileSpec::public(),
+        )
+        .context("writing the Packages index")?;
+    files.write(&key_file, key.as_bytes(), &FileSpec::public())?;
     Ok(repo)
 }
 
+/// The largest Packages index or dpkg status the lab reads: a few
+/// megabytes for the lab's packages, far more than dcn's own state.
+const MAX_INDEX: u64 = 256 * 1024 * 1024;
+
+/// The repository's Packages index, or `None` when it has none yet.
+pub fn read_index(files: &Files, repo: &Path) -> Result<Option<Vec<u8>>> {
+    files.read_with(repo.join("Packages"), &ReadSpec::up_to(MAX_INDEX))
+}
+
 /// What the cached repository depends on: the package list and the base.
-fn cache_key(base: &Path, packages: &[String]) -> Result<String> {
+fn cache_key(files: &Files, base: &Path, packages: &[String]) -> Result<String> {
     let mut sorted = packages.to_vec();
     sorted.sort();
-    let status = std::fs::read(base.join("var/lib/dpkg/status")).with_context(|| {
+    let what = || {
         format!(
             "reading the base rootfs's dpkg status in {}",
             base.display()
         )
-    })?;
+    };
+    let status = files
+        .read_with(
+            base.join("var/lib/dpkg/status"),
+            &ReadSpec::up_to(MAX_INDEX),
+        )
+        .with_context(what)?
+        .with_context(what)?;
     let mut h = Sha256::new();
     h.update(sorted.join("\n"));
     h.update(b"\0");

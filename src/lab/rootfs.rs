@@ -4,8 +4,8 @@
 //! the tree takes minutes).
 
 use crate::host::debian::Debootstrap;
-use crate::host::{Cmd, Runner, is_mountpoint};
-use anyhow::{Context, Result, bail};
+use crate::host::{Cmd, FileSpec, Files, Runner, is_mountpoint};
+use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,16 +25,16 @@ const BASE_INCLUDE: &[&str] = &[
 ];
 
 /// The cached base rootfs, created when missing. Returns its path.
-pub fn ensure_base(runner: &dyn Runner, cache: &Path) -> Result<PathBuf> {
+pub fn ensure_base(runner: &dyn Runner, files: &Files, cache: &Path) -> Result<PathBuf> {
     let base = cache.join("base-bookworm");
-    if base.join("usr/lib/systemd/systemd").exists() && base.join(".dcn-complete").exists() {
+    if files.exists(base.join("usr/lib/systemd/systemd"))?
+        && files.exists(base.join(".dcn-complete"))?
+    {
         return Ok(base);
     }
     let tmp = cache.join("base-bookworm.partial");
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
-    }
-    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+    files.remove_all(&tmp)?;
+    files.create_dir_all(cache)?;
     let include: Vec<String> = BASE_INCLUDE.iter().map(|p| p.to_string()).collect();
     Debootstrap {
         suite: "bookworm",
@@ -43,45 +43,57 @@ pub fn ensure_base(runner: &dyn Runner, cache: &Path) -> Result<PathBuf> {
         cache_dir: None,
     }
     .run(runner)?;
-    prepare_base(&tmp)?;
-    if base.exists() {
-        std::fs::remove_dir_all(&base)?;
-    }
-    std::fs::rename(&tmp, &base)?;
+    prepare_base(&Files::new(&tmp, false))?;
+    files.remove_all(&base)?;
+    files.rename(&tmp, &base)?;
     Ok(base)
 }
 
 /// Make the base a good container image: no package source of its own (the
 /// lab's local repository is the only one), no documentation, and dpkg
 /// without fsync (a throwaway tree; installs are much faster).
-fn prepare_base(root: &Path) -> Result<()> {
-    let _ = std::fs::remove_file(root.join("etc/apt/sources.list"));
-    let dpkg_cfg = root.join("etc/dpkg/dpkg.cfg.d");
-    std::fs::create_dir_all(&dpkg_cfg)?;
-    std::fs::write(
-        dpkg_cfg.join("01-dcn-lab-nodoc"),
-        "path-exclude /usr/share/doc/*\npath-include /usr/share/doc/*/copyright\npath-exclude /usr/share/man/*\npath-exclude /usr/share/locale/*\npath-include /usr/share/locale/locale.alias\n",
+fn prepare_base(tree: &Files) -> Result<()> {
+    let public = FileSpec::public();
+    let _ = tree.remove("/etc/apt/sources.list");
+    tree.write(
+        "/etc/dpkg/dpkg.cfg.d/01-dcn-lab-nodoc",
+        b"path-exclude /usr/share/doc/*\npath-include /usr/share/doc/*/copyright\npath-exclude /usr/share/man/*\npath-exclude /usr/share/locale/*\npath-include /usr/share/locale/locale.alias\n",
+        &public,
     )?;
-    std::fs::write(dpkg_cfg.join("02-dcn-lab-unsafe-io"), "force-unsafe-io\n")?;
+    tree.write(
+        "/etc/dpkg/dpkg.cfg.d/02-dcn-lab-unsafe-io",
+        b"force-unsafe-io\n",
+        &public,
+    )?;
     // Each container gets a fresh machine id on first boot.
-    std::fs::write(root.join("etc/machine-id"), "")?;
-    std::fs::write(root.join(".dcn-complete"), "")?;
+    tree.write("/etc/machine-id", b"", &public)?;
+    tree.write("/.dcn-complete", b"", &public)?;
     Ok(())
 }
 
 /// Mount `lower` + a writable layer under `host_dir` at `host_dir/rootfs`.
-pub fn mount_overlay(runner: &dyn Runner, lower: &Path, host_dir: &Path) -> Result<PathBuf> {
-    mount_layers(runner, &[lower], host_dir)
+pub fn mount_overlay(
+    runner: &dyn Runner,
+    files: &Files,
+    lower: &Path,
+    host_dir: &Path,
+) -> Result<PathBuf> {
+    mount_layers(runner, files, &[lower], host_dir)
 }
 
 /// Mount `lowers` (topmost first) + a writable layer under `host_dir` at
 /// `host_dir/rootfs`.
-pub fn mount_layers(runner: &dyn Runner, lowers: &[&Path], host_dir: &Path) -> Result<PathBuf> {
+pub fn mount_layers(
+    runner: &dyn Runner,
+    files: &Files,
+    lowers: &[&Path],
+    host_dir: &Path,
+) -> Result<PathBuf> {
     let upper = host_dir.join("upper");
     let work = host_dir.join("work");
     let merged = host_dir.join("rootfs");
     for d in [&upper, &work, &merged] {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        files.create_dir_all(d)?;
     }
     if is_mountpoint(&merged) {
         bail!(

@@ -2,6 +2,7 @@
 //! creation so `dcn lab down` can remove exactly that, even after a
 //! half-failed `lab up`.
 
+use crate::host::{FileSpec, Files};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -116,24 +117,21 @@ impl LabState {
     }
 
     /// The lab in `dir`, or `None` when there is none.
-    pub fn load(dir: &Path) -> Result<Option<LabState>> {
+    pub fn load(files: &Files, dir: &Path) -> Result<Option<LabState>> {
         let p = Self::path(dir);
-        match std::fs::read_to_string(&p) {
-            Ok(t) => serde_json::from_str(&t)
+        match files.read_string(&p)? {
+            Some(t) => serde_json::from_str(&t)
                 .map(Some)
                 .with_context(|| format!("{} is damaged", p.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+            None => Ok(None),
         }
     }
 
-    pub fn save(&self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let p = Self::path(dir);
-        let tmp = p.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))?;
+    /// Write the state to `dir` in one step (a cut leaves the old or the
+    /// new one).
+    pub fn save(&self, files: &Files, dir: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        files.write(Self::path(dir), text.as_bytes(), &FileSpec::public())?;
         Ok(())
     }
 
@@ -162,7 +160,8 @@ mod tests {
     #[test]
     fn state_round_trips_and_older_files_still_load() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(LabState::load(dir.path()).unwrap().is_none());
+        let files = Files::new("/", false);
+        assert!(LabState::load(&files, dir.path()).unwrap().is_none());
         let state = LabState {
             namespaces: vec!["dcnlab-router".into(), "dcnlab-bm1".into()],
             vms: vec![VmState {
@@ -178,11 +177,11 @@ mod tests {
             edge_iso: Some("/srv/dcn-edge.iso".into()),
             ..LabState::default()
         };
-        state.save(dir.path()).unwrap();
+        state.save(&files, dir.path()).unwrap();
         let text = std::fs::read_to_string(LabState::path(dir.path())).unwrap();
         assert!(text.contains("\"serialLog\""), "{text}");
         assert!(text.contains("\"no-disk\""), "{text}");
-        let back = LabState::load(dir.path()).unwrap().unwrap();
+        let back = LabState::load(&files, dir.path()).unwrap().unwrap();
         assert_eq!(back.vms, state.vms);
         assert_eq!(back.edge_iso, state.edge_iso);
         assert_eq!(back.namespaces, state.namespaces);
@@ -193,7 +192,7 @@ mod tests {
             r#"{"namespaces":[],"mounts":[],"hosts":[]}"#,
         )
         .unwrap();
-        let old = LabState::load(dir.path()).unwrap().unwrap();
+        let old = LabState::load(&files, dir.path()).unwrap().unwrap();
         assert!(old.vms.is_empty() && old.edge_iso.is_none() && old.wheelhouse.is_none());
     }
 }

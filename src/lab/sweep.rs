@@ -6,6 +6,7 @@
 //! outlive the lab.
 
 use super::{container, procfs};
+use crate::host::Files;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -20,8 +21,11 @@ pub struct Found {
 }
 
 /// The lab containers of `dir` that run now.
-pub fn containers(dir: &Path) -> Result<Vec<Found>> {
-    let hosts = format!("--directory={}/", canonical(dir).join("hosts").display());
+pub fn containers(files: &Files, dir: &Path) -> Result<Vec<Found>> {
+    let hosts = format!(
+        "--directory={}/",
+        canonical(files, dir).join("hosts").display()
+    );
     let mut found = Vec::new();
     for pid in procfs::pids()? {
         let Some(cmdline) = procfs::read(pid, "cmdline") else {
@@ -82,9 +86,9 @@ fn entered(cmdline: &[u8], target: &str) -> bool {
 }
 
 /// Mount points at or under `dir`, deepest first (the order to unmount).
-pub fn mounts(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn mounts(files: &Files, dir: &Path) -> Result<Vec<PathBuf>> {
     let text = procfs::mountinfo()?;
-    Ok(mounts_under(&text, &canonical(dir)))
+    Ok(mounts_under(&text, &canonical(files, dir)))
 }
 
 fn mounts_under(mountinfo: &str, dir: &Path) -> Vec<PathBuf> {
@@ -124,8 +128,12 @@ fn unescape(field: &str) -> String {
     out
 }
 
-fn canonical(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+/// `dir` as the mount table and nspawn's arguments name it: its links
+/// resolved.
+fn canonical(files: &Files, dir: &Path) -> PathBuf {
+    files
+        .canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::{
     layer, memory, net, remove_orphaned_namespaces, repo, require_root, rootfs, tempest,
 };
 use crate::host::command::{Cmd, SystemRunner, run_inherited};
+use crate::host::{FileSpec, Files};
 use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -29,7 +30,9 @@ struct Built {
 /// Bring a lab up.
 pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
     require_root()?;
-    if let Some(s) = LabState::load(&opts.dir)?
+    let opts = &opts.absolute()?;
+    let files = Files::new("/", false);
+    if let Some(s) = LabState::load(&files, &opts.dir)?
         && !s.namespaces.is_empty()
     {
         bail!(
@@ -44,13 +47,13 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
     crate::config::parse_standalone(recipes, &config_text, "the lab's control-plane config")?;
     let bm_site = bare_metal::plan(opts)?;
     let runner = SystemRunner::new(false);
-    remove_orphaned_namespaces(&runner)?;
+    remove_orphaned_namespaces(&runner, &files)?;
     let mut timer = Timer {
         report: Report::default(),
         started: Instant::now(),
         watch: crate::engine::Stopwatch::new(),
     };
-    let built = build(&mut timer, &runner, opts, recipes, bm_site.as_ref())?;
+    let built = build(&mut timer, &runner, &files, opts, recipes, bm_site.as_ref())?;
 
     let edge_hosts = opts.edges + opts.spare;
     let need = disk::need_bytes(edge_hosts, opts.edge_layer, bm_site.as_ref());
@@ -62,11 +65,12 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
     let mut state = LabState::default();
     let result = (|| -> Result<()> {
         timer.phase("network", || {
-            create_network(&runner, opts, bm_site.as_ref(), &built, &mut state)
+            create_network(&runner, &files, opts, bm_site.as_ref(), &built, &mut state)
         })?;
         timer.phase("containers", || {
             boot_all(
                 &runner,
+                &files,
                 opts,
                 Layers {
                     base: &built.base,
@@ -101,22 +105,26 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
         timer.report.control_plane_memory = Some(m);
         if opts.edges > 0 {
             let joins = timer.phase("edge sites (dcn bundle export, dcn join)", || {
-                join::join_edges(&opts.dir, &state)
+                join::join_edges(&files, &opts.dir, &state)
             })?;
             timer.report.edge_joins = joins;
         }
         timer.phase("guest image, flavor and network uploaded", || {
             let cp = state.host("cp")?;
             let init = cp.init_pid.context("the control plane is not running")?;
-            guest::upload(&ContainerRunner::new(init), &cp.rootfs, &built.guest)
+            guest::upload(
+                &ContainerRunner::new(init),
+                &files,
+                &cp.rootfs,
+                &built.guest,
+            )
         })?;
         Ok(())
     })();
     timer.report.total_seconds = timer.started.elapsed().as_secs_f64();
     let report_path = opts.dir.join("report.json");
-    std::fs::create_dir_all(&opts.dir)?;
-    std::fs::write(&report_path, serde_json::to_string_pretty(&timer.report)?)
-        .with_context(|| format!("writing {}", report_path.display()))?;
+    let report = serde_json::to_string_pretty(&timer.report)?;
+    files.write(&report_path, report.as_bytes(), &FileSpec::public())?;
     result.map_err(|e| {
         e.context(format!(
             "the lab is partly up: inspect it with `dcn lab status`, remove it with `dcn lab down --dir {}`",
@@ -132,6 +140,7 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
 fn build(
     timer: &mut Timer,
     runner: &SystemRunner,
+    files: &Files,
     opts: &UpOptions,
     recipes: &Recipes,
     bm_site: Option<&bare_metal::Site>,
@@ -143,15 +152,15 @@ fn build(
         install_host_tools(runner, bm_site.is_some())
     })?;
     let base = timer.phase("base root filesystem", || {
-        rootfs::ensure_base(runner, &opts.cache)
+        rootfs::ensure_base(runner, files, &opts.cache)
     })?;
     let repo = timer.phase("package repository", || {
-        repo::ensure_repo(runner, &opts.cache, &base, &packages)
+        repo::ensure_repo(runner, files, &opts.cache, &base, &packages)
     })?;
-    let guest = timer.phase("guest image", || guest::ensure(runner, &opts.cache))?;
+    let guest = timer.phase("guest image", || guest::ensure(runner, files, &opts.cache))?;
     let wheelhouse = match bm_site {
         Some(_) => Some(timer.phase("BMC emulator wheelhouse", || {
-            bare_metal::ensure_wheelhouse(runner, &opts.cache)
+            bare_metal::ensure_wheelhouse(runner, files, &opts.cache)
         })?),
         None => None,
     };
@@ -160,7 +169,15 @@ fn build(
         let edge_packages = recipes.packages_for_roles(&["edge"])?;
         let units = recipes.units_for_roles(&["edge"])?;
         Some(timer.phase("edge layer (edge packages preinstalled)", || {
-            layer::ensure_edge_layer(runner, &opts.cache, &base, &repo, &edge_packages, &units)
+            layer::ensure_edge_layer(
+                runner,
+                files,
+                &opts.cache,
+                &base,
+                &repo,
+                &edge_packages,
+                &units,
+            )
         })?)
     } else {
         None
@@ -179,6 +196,7 @@ fn build(
 /// finds it whatever fails next.
 fn create_network(
     runner: &SystemRunner,
+    files: &Files,
     opts: &UpOptions,
     bm_site: Option<&bare_metal::Site>,
     built: &Built,
@@ -186,13 +204,13 @@ fn create_network(
 ) -> Result<()> {
     net::create_router(runner)?;
     state.namespaces.push(net::router_ns());
-    state.save(&opts.dir)?;
+    state.save(files, &opts.dir)?;
     for (i, (name, role, site)) in host_plan(opts.edges, opts.spare).into_iter().enumerate() {
         let n = net::HostNet::new(&name, i as u8);
         net::create_host(runner, &n)?;
         state.namespaces.push(n.netns.clone());
         state.hosts.push(HostState::planned(name, role, site, &n));
-        state.save(&opts.dir)?;
+        state.save(files, &opts.dir)?;
     }
     if let Some(site) = bm_site {
         net::create_host(runner, &site.net)?;
@@ -205,11 +223,9 @@ fn create_network(
             &site.net,
         ));
         state.vms = site.vm_states(&opts.dir);
-        let iso = std::fs::canonicalize(&opts.edge_iso)
-            .with_context(|| format!("finding {}", opts.edge_iso.display()))?;
-        state.edge_iso = Some(iso);
+        state.edge_iso = Some(files.canonicalize(&opts.edge_iso)?);
         state.wheelhouse = built.wheelhouse.clone();
-        state.save(&opts.dir)?;
+        state.save(files, &opts.dir)?;
     }
     Ok(())
 }

@@ -249,7 +249,8 @@ pub fn removal_revokes_everything(lab: &Lab, pin: &str, guests: &[Guest]) {
 /// gone once removed.
 fn node_database_account(lab: &Lab) {
     use dcn::openstack::database::{ensure_user, remove_user};
-    let state = dcn::lab::LabState::load(&lab.dir).unwrap().unwrap();
+    let files = dcn::host::Files::new("/", false);
+    let state = dcn::lab::LabState::load(&files, &lab.dir).unwrap().unwrap();
     let init = state.host("cp").unwrap().init_pid.unwrap();
     let cp = dcn::host::Host::with_runner(
         "/",

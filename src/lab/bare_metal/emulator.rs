@@ -15,7 +15,7 @@ use super::{BMC_USER, Material, Site, WHEELHOUSE_MOUNT, domain, inventory};
 use crate::host::systemd::Systemd;
 use crate::host::{Cmd, FileSpec, Files, Runner};
 use crate::lab::ContainerRunner;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -30,58 +30,53 @@ const LIBVIRT: &str = "qemu:///system";
 /// serial logs of an earlier lab.
 pub fn seed(
     runner: &dyn Runner,
+    files: &Files,
     rootfs: &Path,
     site: &Site,
     m: &Material,
     dir: &Path,
 ) -> Result<()> {
-    let files = Files::new(rootfs, false);
-    files.write(
+    let inside = Files::new(rootfs, false);
+    inside.write(
         "/etc/libvirt/qemu.conf",
         b"# dcn lab BMC: the cgroup v1 controllers are read-only in a container.\ncgroup_controllers = [ ]\n",
         &FileSpec::public().mode(0o600),
     )?;
-    files.remove("/etc/libvirt/qemu/networks/autostart/default.xml")?;
-    files.write(
+    inside.remove("/etc/libvirt/qemu/networks/autostart/default.xml")?;
+    inside.write(
         "/etc/sushy/emulator.conf",
         emulator_conf(site).as_bytes(),
         &FileSpec::public(),
     )?;
-    files.write(
+    inside.write(
         "/etc/sushy/server.crt",
         m.cert_pem.as_bytes(),
         &FileSpec::public(),
     )?;
-    files.write(
+    inside.write(
         "/etc/sushy/server.key",
         m.key_pem.expose().as_bytes(),
         &FileSpec::secret(),
     )?;
     for d in ["/var/lib/sushy/state", "/var/lib/sushy/tmp"] {
-        files.ensure_dir(d, &FileSpec::private_dir())?;
+        inside.ensure_dir(d, &FileSpec::private_dir())?;
     }
-    files.write(
+    inside.write(
         format!("/etc/systemd/system/{UNIT}"),
         unit().as_bytes(),
         &FileSpec::public(),
     )?;
     for vm in &site.vms {
-        files.write(
+        inside.write(
             vm.xml_path(),
             domain::xml(vm).as_bytes(),
             &FileSpec::public(),
         )?;
     }
-    let logs = Site::log_dir(dir);
-    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    files.create_dir_all(Site::log_dir(dir))?;
     // Serial logs are appended to; a new lab starts them afresh.
     for vm in site.vm_states(dir) {
-        match std::fs::remove_file(&vm.serial_log) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing {}", vm.serial_log.display()));
-            }
-            _ => {}
-        }
+        files.remove(&vm.serial_log)?;
     }
     let systemd = Systemd::for_tree(runner, rootfs);
     systemd.enable(&["libvirtd.service", UNIT])?;

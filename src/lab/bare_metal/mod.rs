@@ -31,6 +31,7 @@ pub use wheelhouse::{SUSHY_TOOLS_VERSION, ensure as ensure_wheelhouse};
 use super::UpOptions;
 use super::net::HostNet;
 use super::state::{LabState, VmKind, VmState};
+use crate::host::Files;
 use crate::pki::{CertificateAuthority, LeafRequest, Pin, Usage};
 use crate::secrets::Secret;
 use anyhow::{Context, Result, bail};
@@ -326,14 +327,9 @@ pub fn binds(dir: &Path, state: &LabState, role: &str) -> (Vec<Bind>, Vec<Bind>)
 pub type Bind = (PathBuf, String);
 
 /// Remove what `lab up` wrote next to the state in `dir` for the site.
-pub fn remove_host_files(dir: &Path) -> Result<()> {
+pub fn remove_host_files(files: &Files, dir: &Path) -> Result<()> {
     for f in [dir.join(HOST_INVENTORY), dir.join(inventory::HOST_CA)] {
-        match std::fs::remove_file(&f) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing {}", f.display()));
-            }
-            _ => {}
-        }
+        files.remove(f)?;
     }
     Ok(())
 }

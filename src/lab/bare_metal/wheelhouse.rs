@@ -6,7 +6,7 @@
 //! only this machine's bundle holds. The target's tags, not this machine's
 //! Python, decide what is fetched.
 
-use crate::host::{Cmd, Runner};
+use crate::host::{Cmd, FileSpec, Files, Runner};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,28 +17,27 @@ pub const SUSHY_TOOLS_VERSION: &str = "2.2.0";
 const STAMP: &str = ".dcn-complete";
 
 /// The wheelhouse in `cache`, downloaded when missing or incomplete.
-pub fn ensure(runner: &dyn Runner, cache: &Path) -> Result<PathBuf> {
+pub fn ensure(runner: &dyn Runner, files: &Files, cache: &Path) -> Result<PathBuf> {
     let dir = cache.join(format!("wheelhouse-sushy-{SUSHY_TOOLS_VERSION}"));
-    if dir.join(STAMP).exists() && has_sushy(&dir) {
+    if files.exists(dir.join(STAMP))? && has_sushy(files, &dir) {
         tracing::info!("  using the cached wheelhouse {}", dir.display());
         return Ok(dir);
     }
     let partial = cache.join(format!("wheelhouse-sushy-{SUSHY_TOOLS_VERSION}.partial"));
     for d in [&dir, &partial] {
-        if d.exists() {
-            std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
-        }
+        files.remove_all(d)?;
     }
-    std::fs::create_dir_all(&partial).with_context(|| format!("creating {}", partial.display()))?;
+    files.create_dir_all(&partial)?;
     runner.run(&download(&partial))?;
-    if !has_sushy(&partial) {
+    if !has_sushy(files, &partial) {
         bail!(
             "pip downloaded no sushy_tools-{SUSHY_TOOLS_VERSION} wheel into {}",
             partial.display()
         );
     }
-    std::fs::write(partial.join(STAMP), "")?;
-    std::fs::rename(&partial, &dir)
+    files.write(partial.join(STAMP), b"", &FileSpec::public())?;
+    files
+        .rename(&partial, &dir)
         .with_context(|| format!("moving the wheelhouse to {}", dir.display()))?;
     Ok(dir)
 }
@@ -67,13 +66,12 @@ fn download(dest: &Path) -> Cmd {
     .timeout(Duration::from_secs(600))
 }
 
-fn has_sushy(dir: &Path) -> bool {
+fn has_sushy(files: &Files, dir: &Path) -> bool {
     let prefix = format!("sushy_tools-{SUSHY_TOOLS_VERSION}-");
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with(&prefix) && name.ends_with(".whl")
-        })
+    files.list(dir).is_ok_and(|names| {
+        names
+            .iter()
+            .any(|name| name.starts_with(&prefix) && name.ends_with(".whl"))
     })
 }
 
@@ -105,7 +103,7 @@ mod tests {
             "sushy_tools-2.2.0-py3-none-any.whl",
             "flask-3.1.3-py3-none-any.whl",
         ]);
-        let dir = ensure(&r, cache.path()).unwrap();
+        let dir = ensure(&r, &Files::new("/", false), cache.path()).unwrap();
         assert_eq!(dir, cache.path().join("wheelhouse-sushy-2.2.0"));
         assert!(dir.join("flask-3.1.3-py3-none-any.whl").exists());
         assert!(!cache.path().join("wheelhouse-sushy-2.2.0.partial").exists());
@@ -118,14 +116,19 @@ mod tests {
             assert!(line.contains(part), "{part} not in {line}");
         }
         // Cached: no second download.
-        ensure(&r, cache.path()).unwrap();
+        ensure(&r, &Files::new("/", false), cache.path()).unwrap();
         assert_eq!(r.calls().len(), 1);
     }
 
     #[test]
     fn a_download_without_the_emulator_is_not_kept() {
         let cache = tempfile::tempdir().unwrap();
-        let e = ensure(&pip(&["flask-3.1.3-py3-none-any.whl"]), cache.path()).unwrap_err();
+        let e = ensure(
+            &pip(&["flask-3.1.3-py3-none-any.whl"]),
+            &Files::new("/", false),
+            cache.path(),
+        )
+        .unwrap_err();
         assert!(
             format!("{e:#}").contains("no sushy_tools-2.2.0 wheel"),
             "{e:#}"
@@ -133,7 +136,7 @@ mod tests {
         assert!(!cache.path().join("wheelhouse-sushy-2.2.0").exists());
         // An interrupted one is started over.
         let r = pip(&["sushy_tools-2.2.0-py3-none-any.whl"]);
-        ensure(&r, cache.path()).unwrap();
+        ensure(&r, &Files::new("/", false), cache.path()).unwrap();
         assert!(
             !cache
                 .path()

@@ -20,7 +20,7 @@ pub use cpio::{CpioEntry, newc_archive};
 pub use kernel_modules::{module_depends, module_load_order};
 pub use upload::{FLAVOR, IMAGE, NETWORK, upload};
 
-use crate::host::{Cmd, Runner};
+use crate::host::{Cmd, FileSpec, Files, Runner};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -48,8 +48,45 @@ pub struct GuestImage {
 /// Build the guest into `cache/guest` unless it is there for the current
 /// packages and scripts. Needs the host's apt lists (the lab's repository
 /// phase refreshes them).
-pub fn ensure(runner: &dyn Runner, cache: &Path) -> Result<GuestImage> {
+pub fn ensure(runner: &dyn Runner, files: &Files, cache: &Path) -> Result<GuestImage> {
     let dir = cache.join("guest");
+    let (kernel_package, key) = kernel_and_key(runner)?;
+    let image = GuestImage {
+        kernel: dir.join("vmlinuz"),
+        initrd: dir.join("initrd.img"),
+        kernel_package: kernel_package.clone(),
+    };
+    if is_cached(files, &dir, &key, &image)? {
+        tracing::info!("  using the cached guest {}", dir.display());
+        return Ok(image);
+    }
+    let _ = files.remove_all(&dir);
+    let tree = unpack(runner, files, &dir, &kernel_package)?;
+    let release = kernel_package
+        .strip_prefix("linux-image-")
+        .context("a kernel package name")?;
+    let vmlinuz = tree.join(format!("boot/vmlinuz-{release}"));
+    files
+        .copy(&vmlinuz, &image.kernel, &FileSpec::public())
+        .with_context(|| format!("copying {}", vmlinuz.display()))?;
+    let modules = tree.join("lib/modules").join(release);
+    let (initrd, loaded) = initramfs(files, &tree, &modules)?;
+    files.write(&image.initrd, &initrd, &FileSpec::public())?;
+    let _ = files.remove_all(&tree);
+    files.write(dir.join(".dcn-key"), key.as_bytes(), &FileSpec::public())?;
+    tracing::info!(
+        "  guest: {} + busybox, {} modules, initramfs {} KiB",
+        kernel_package,
+        loaded,
+        initrd.len() / 1024
+    );
+    Ok(image)
+}
+
+/// The kernel package the guest is made of (the one the meta package
+/// names now), and the key of a build: the packages' versions and the
+/// guest's own files.
+fn kernel_and_key(runner: &dyn Runner) -> Result<(String, String)> {
     let kernel_package = apt_field(runner, KERNEL_META_PACKAGE, "Depends")?
         .split([' ', ','])
         .next()
@@ -71,30 +108,27 @@ pub fn ensure(runner: &dyn Runner, cache: &Path) -> Result<GuestImage> {
         h.update(part.as_bytes());
         h.update(b"\0");
     }
-    let key = hex::encode(h.finalize());
-    let image = GuestImage {
-        kernel: dir.join("vmlinuz"),
-        initrd: dir.join("initrd.img"),
-        kernel_package: kernel_package.clone(),
-    };
-    if std::fs::read_to_string(dir.join(".dcn-key"))
-        .ok()
-        .as_deref()
-        == Some(key.as_str())
-        && image.kernel.exists()
-        && image.initrd.exists()
-    {
-        tracing::info!("  using the cached guest {}", dir.display());
-        return Ok(image);
-    }
+    Ok((kernel_package, hex::encode(h.finalize())))
+}
+
+/// Whether `image`, in `dir`, was built for `key`.
+fn is_cached(files: &Files, dir: &Path, key: &str, image: &GuestImage) -> Result<bool> {
+    let built_for = files.read_string(dir.join(".dcn-key")).ok().flatten();
+    Ok(built_for.as_deref() == Some(key)
+        && files.exists(&image.kernel)?
+        && files.exists(&image.initrd)?)
+}
+
+/// The kernel package and busybox, downloaded into `dir/debs` and unpacked
+/// into `dir/tree`, which it returns.
+fn unpack(runner: &dyn Runner, files: &Files, dir: &Path, kernel_package: &str) -> Result<PathBuf> {
     let debs = dir.join("debs");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
-    crate::host::apt::download_debs(runner, &[&kernel_package, BUSYBOX_PACKAGE], &debs)
+    files.create_dir_all(&debs)?;
+    crate::host::apt::download_debs(runner, &[kernel_package, BUSYBOX_PACKAGE], &debs)
         .context("downloading the guest's kernel and busybox")?;
     let tree = dir.join("tree");
-    for entry in std::fs::read_dir(&debs)? {
-        let deb = entry?.path();
+    for name in files.list(&debs)? {
+        let deb = debs.join(name);
         runner.run(
             &Cmd::new(format!("unpacking {}", deb.display()), "dpkg-deb")
                 .arg("-x")
@@ -102,21 +136,19 @@ pub fn ensure(runner: &dyn Runner, cache: &Path) -> Result<GuestImage> {
                 .arg(tree.display().to_string()),
         )?;
     }
-    let release = kernel_package
-        .strip_prefix("linux-image-")
-        .context("a kernel package name")?;
-    let vmlinuz = tree.join(format!("boot/vmlinuz-{release}"));
-    std::fs::copy(&vmlinuz, &image.kernel)
-        .with_context(|| format!("copying {}", vmlinuz.display()))?;
-    let modules = tree.join("lib/modules").join(release);
-    let wanted: Vec<&str> = MODULES
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect();
-    let order = module_load_order(&modules, &wanted)?;
-    let busybox = std::fs::read(tree.join("bin/busybox")).context("reading busybox")?;
-    let mut files = vec![
+    Ok(tree)
+}
+
+/// The guest's initramfs (a gzipped newc archive): busybox from `tree`,
+/// the guest's scripts, and the modules of `modules.list` from `modules`
+/// (the kernel's `lib/modules/<release>`). Returns it and how many
+/// modules it loads.
+fn initramfs(files: &Files, tree: &Path, modules: &Path) -> Result<(Vec<u8>, usize)> {
+    let busybox = files
+        .read(tree.join("bin/busybox"))
+        .context("reading busybox")?
+        .context("busybox-static has no bin/busybox")?;
+    let mut entries = vec![
         CpioEntry::dir("bin"),
         CpioEntry::dir("sbin"),
         CpioEntry::dir("dev"),
@@ -134,32 +166,40 @@ pub fn ensure(runner: &dyn Runner, cache: &Path) -> Result<GuestImage> {
         CpioEntry::file("bin/pong", 0o755, PONG.as_bytes().to_vec()),
     ];
     for applet in APPLETS {
-        files.push(CpioEntry::symlink(&format!("bin/{applet}"), "busybox"));
+        entries.push(CpioEntry::symlink(&format!("bin/{applet}"), "busybox"));
     }
     // The kernel asks /sbin/modprobe for modules it wants on its own.
-    files.push(CpioEntry::symlink("sbin/modprobe", "../bin/busybox"));
+    entries.push(CpioEntry::symlink("sbin/modprobe", "../bin/busybox"));
+    let with_list = module_entries(files, modules)?;
+    // One of them is etc/modules, the list.
+    let loaded = with_list.len() - 1;
+    entries.extend(with_list);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&newc_archive(&entries))?;
+    Ok((gz.finish()?, loaded))
+}
+
+/// The wanted modules, dependencies first, in `lib/modules/`, and
+/// `etc/modules` listing them in the order the guest's init loads them.
+fn module_entries(files: &Files, modules: &Path) -> Result<Vec<CpioEntry>> {
+    let wanted: Vec<&str> = MODULES
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let mut entries = Vec::new();
     let mut list = String::new();
-    for rel in &order {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        let data = std::fs::read(modules.join(rel)).with_context(|| format!("reading {rel}"))?;
-        files.push(CpioEntry::file(&format!("lib/modules/{name}"), 0o644, data));
+    for rel in module_load_order(files, modules, &wanted)? {
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let data = files
+            .read(modules.join(&rel))?
+            .with_context(|| format!("the guest kernel has no {rel}"))?;
+        entries.push(CpioEntry::file(&format!("lib/modules/{name}"), 0o644, data));
         list.push_str(name);
         list.push('\n');
     }
-    files.push(CpioEntry::file("etc/modules", 0o644, list.into_bytes()));
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(&newc_archive(&files))?;
-    std::fs::write(&image.initrd, gz.finish()?)
-        .with_context(|| format!("writing {}", image.initrd.display()))?;
-    let _ = std::fs::remove_dir_all(&tree);
-    std::fs::write(dir.join(".dcn-key"), &key)?;
-    tracing::info!(
-        "  guest: {} + busybox, {} modules, initramfs {} KiB",
-        kernel_package,
-        order.len(),
-        std::fs::metadata(&image.initrd)?.len() / 1024
-    );
-    Ok(image)
+    entries.push(CpioEntry::file("etc/modules", 0o644, list.into_bytes()));
+    Ok(entries)
 }
 
 /// The busybox applets the guest's scripts call.

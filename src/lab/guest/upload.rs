@@ -2,8 +2,8 @@
 //! images, the flavor and the lab network, under the names below.
 
 use super::GuestImage;
-use crate::host::{Cmd, Runner};
-use anyhow::{Context, Result};
+use crate::host::{Cmd, FileSpec, Files, Runner};
+use anyhow::Result;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,14 +18,14 @@ const COMMAND_LINE: &str = "console=ttyS0 quiet";
 /// Upload the guest to the control plane (through `cp`, a runner inside
 /// it, whose root directory is `cp_rootfs` on this host): kernel, ramdisk
 /// and a small root disk that names them, a flavor, and a network.
-pub fn upload(cp: &dyn Runner, cp_rootfs: &Path, guest: &GuestImage) -> Result<()> {
+pub fn upload(cp: &dyn Runner, files: &Files, cp_rootfs: &Path, guest: &GuestImage) -> Result<()> {
     let inside = "/var/lib/dcn-lab-guest";
     let dir = cp_rootfs.join(inside.trim_start_matches('/'));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::copy(&guest.kernel, dir.join("vmlinuz"))?;
-    std::fs::copy(&guest.initrd, dir.join("initrd.img"))?;
+    let public = FileSpec::public();
+    files.copy(&guest.kernel, dir.join("vmlinuz"), &public)?;
+    files.copy(&guest.initrd, dir.join("initrd.img"), &public)?;
     // The root disk holds nothing: the guest lives in its initramfs.
-    std::fs::write(dir.join("disk.raw"), vec![0u8; 1 << 20])?;
+    files.write(dir.join("disk.raw"), &vec![0u8; 1 << 20], &public)?;
     let os = |what: &str, args: &[&str]| -> Result<String> {
         let out = cp.run(
             &Cmd::new(what, "openstack")
@@ -116,6 +116,6 @@ pub fn upload(cp: &dyn Runner, cp_rootfs: &Path, guest: &GuestImage) -> Result<(
             &format!("{NETWORK}-subnet"),
         ],
     )?;
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = files.remove_all(&dir);
     Ok(())
 }

@@ -56,12 +56,9 @@ pub fn run(opts: &TempestOptions) -> Result<Summary> {
     if !opts.smoke && opts.regexes.is_empty() {
         bail!("choose what to run: --smoke, or --regex (e.g. '^tempest\\.api\\.identity')");
     }
-    let state = LabState::load(&opts.dir)?.with_context(|| {
-        format!(
-            "no lab in {}; start one with `dcn lab up`",
-            opts.dir.display()
-        )
-    })?;
+    let (host_files, dir) = (Files::new("/", false), &super::absolute(&opts.dir)?);
+    let state = LabState::load(&host_files, dir)?
+        .with_context(|| format!("no lab in {}; start one with `dcn lab up`", dir.display()))?;
     let cp = state.host("cp")?;
     let init = cp
         .init_pid
@@ -120,7 +117,7 @@ pub fn run(opts: &TempestOptions) -> Result<Summary> {
     let mut summary = Summary::from_csv(&selection, &csv);
     summary.seconds = started.elapsed().as_secs_f64();
     summary.excluded = summary::exclusions(EXCLUDE);
-    keep(&opts.dir, &summary)?;
+    keep(&host_files, dir, &summary)?;
     Ok(summary)
 }
 
@@ -302,12 +299,12 @@ fn run_in(runner: &dyn Runner, what: &str, argv: &[&str], seconds: u64) -> Resul
 
 /// Keep the summary beside the lab's report: `DIR/tempest/summary.json`
 /// (the latest run) and one file per run.
-fn keep(dir: &Path, summary: &Summary) -> Result<()> {
+fn keep(files: &Files, dir: &Path, summary: &Summary) -> Result<()> {
     let out = dir.join("tempest");
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let text = serde_json::to_string_pretty(summary)? + "\n";
     let stamp = crate::timefmt::rfc3339(std::time::SystemTime::now()).replace(':', "");
-    std::fs::write(out.join(format!("summary-{stamp}.json")), &text)?;
-    std::fs::write(out.join("summary.json"), &text)?;
+    for name in [format!("summary-{stamp}.json"), "summary.json".to_string()] {
+        files.write(out.join(name), text.as_bytes(), &FileSpec::public())?;
+    }
     Ok(())
 }

@@ -48,7 +48,8 @@ fn seeding_writes_the_bmc_files_and_enables_its_units() {
     std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
     std::fs::write(&stale, "an earlier lab's boot\n").unwrap();
     let r = RecordingRunner::new();
-    seed_bmc(&r, root.path(), &site, &m, dir.path()).unwrap();
+    let files = crate::host::Files::new("/", false);
+    seed_bmc(&r, &files, root.path(), &site, &m, dir.path()).unwrap();
     assert!(!stale.exists());
     let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
     assert!(read("etc/libvirt/qemu.conf").contains("\ncgroup_controllers = [ ]\n"));

@@ -78,7 +78,8 @@ fn seeding_the_control_plane_writes_private_passwords_and_the_inventory() {
     assert!(!in_cp.contains(m.password.expose()) && !in_cp.contains(m.wrong_password.expose()));
     let ca = std::fs::read_to_string(dir.path().join(inventory::HOST_CA)).unwrap();
     crate::pki::verify_issued_by(&ca, &m.cert_pem).unwrap();
-    remove_host_files(dir.path()).unwrap();
+    let files = crate::host::Files::new("/", false);
+    remove_host_files(&files, dir.path()).unwrap();
     assert!(!dir.path().join(HOST_INVENTORY).exists());
-    remove_host_files(dir.path()).unwrap();
+    remove_host_files(&files, dir.path()).unwrap();
 }
