@@ -32,19 +32,7 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
     require_root()?;
     let opts = &opts.absolute()?;
     let files = Files::new("/", false);
-    if let Some(s) = LabState::load(&files, &opts.dir)?
-        && !s.namespaces.is_empty()
-    {
-        bail!(
-            "a lab is already up in {} (see `dcn lab status`); run `dcn lab down` first",
-            opts.dir.display()
-        );
-    }
-    let config_text = match &opts.config {
-        Some(p) => crate::yaml::read_file(p).with_context(|| format!("reading {}", p.display()))?,
-        None => default_config(opts.cert_lifetime),
-    };
-    crate::config::parse_standalone(recipes, &config_text, "the lab's control-plane config")?;
+    let config_text = check_new_lab(&files, opts, recipes)?;
     let bm_site = bare_metal::plan(opts)?;
     let runner = SystemRunner::new(false);
     remove_orphaned_namespaces(&runner, &files)?;
@@ -62,69 +50,22 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
         .as_ref()
         .map(bare_metal::Material::generate)
         .transpose()?;
-    let mut state = LabState::default();
-    let result = (|| -> Result<()> {
-        timer.phase("network", || {
-            create_network(&runner, &files, opts, bm_site.as_ref(), &built, &mut state)
-        })?;
-        timer.phase("containers", || {
-            boot_all(
-                &runner,
-                &files,
-                opts,
-                Layers {
-                    base: &built.base,
-                    edge: built.edge_layer.as_deref(),
-                    repo: &built.repo,
-                },
-                &config_text,
-                bm_site.as_ref().zip(material.as_ref()),
-                &mut state,
-            )
-        })?;
-        if let (Some(site), Some(m)) = (&bm_site, &material) {
-            let what = format!(
-                "bare-metal site {} (BMC emulator, {} VMs)",
-                bare_metal::SITE,
-                site.vms.len()
-            );
-            timer.phase(&what, || set_up_bmc(&state, site, m))?;
-            timer.report.bare_metal_inventory = Some(opts.dir.join(bare_metal::HOST_INVENTORY));
-        }
-        timer.phase("control plane (dcn standalone init)", || {
-            init_control_plane(&state)
-        })?;
-        let init = state.host("cp")?.init_pid.unwrap_or_default();
-        let m = memory::measure(init);
-        tracing::info!(
-            "control plane memory: {} processes, RSS {:.2} GB, PSS {:.2} GB",
-            m.processes,
-            m.rss_bytes as f64 / 1e9,
-            m.pss_bytes as f64 / 1e9
-        );
-        timer.report.control_plane_memory = Some(m);
-        if opts.edges > 0 {
-            let joins = timer.phase("edge sites (dcn bundle export, dcn join)", || {
-                join::join_edges(&files, &opts.dir, &state)
-            })?;
-            timer.report.edge_joins = joins;
-        }
-        timer.phase("guest image, flavor and network uploaded", || {
-            let cp = state.host("cp")?;
-            let init = cp.init_pid.context("the control plane is not running")?;
-            guest::upload(
-                &ContainerRunner::new(init),
-                &files,
-                &cp.rootfs,
-                &built.guest,
-            )
-        })?;
-        Ok(())
-    })();
+    let lab = Lab {
+        runner: &runner,
+        files: &files,
+        opts,
+        config_text: &config_text,
+        built: &built,
+        bm: bm_site.as_ref().zip(material.as_ref()),
+    };
+    let result = bring_up(&mut timer, &lab);
     timer.report.total_seconds = timer.started.elapsed().as_secs_f64();
-    let report_path = opts.dir.join("report.json");
     let report = serde_json::to_string_pretty(&timer.report)?;
-    files.write(&report_path, report.as_bytes(), &FileSpec::public())?;
+    files.write(
+        opts.dir.join("report.json"),
+        report.as_bytes(),
+        &FileSpec::public(),
+    )?;
     result.map_err(|e| {
         e.context(format!(
             "the lab is partly up: inspect it with `dcn lab status`, remove it with `dcn lab down --dir {}`",
@@ -132,6 +73,100 @@ pub fn up(opts: &UpOptions, recipes: &Recipes) -> Result<Report> {
         ))
     })?;
     Ok(timer.report)
+}
+
+/// Refuse a lab that is already up in the directory, and check the
+/// control plane's config. Returns the config.
+fn check_new_lab(files: &Files, opts: &UpOptions, recipes: &Recipes) -> Result<String> {
+    if let Some(s) = LabState::load(files, &opts.dir)?
+        && !s.namespaces.is_empty()
+    {
+        bail!(
+            "a lab is already up in {} (see `dcn lab status`); run `dcn lab down` first",
+            opts.dir.display()
+        );
+    }
+    let config_text = match &opts.config {
+        Some(p) => crate::yaml::read_file(p).with_context(|| format!("reading {}", p.display()))?,
+        None => default_config(opts.cert_lifetime),
+    };
+    crate::config::parse_standalone(recipes, &config_text, "the lab's control-plane config")?;
+    Ok(config_text)
+}
+
+/// A lab about to come up: what it is made of and where.
+struct Lab<'a> {
+    runner: &'a SystemRunner,
+    files: &'a Files,
+    opts: &'a UpOptions,
+    config_text: &'a str,
+    built: &'a Built,
+    /// The bare-metal site and its keys and passwords.
+    bm: Option<(&'a bare_metal::Site, &'a bare_metal::Material)>,
+}
+
+/// The phases after the build, each timed: the network, the containers,
+/// the bare-metal site, the control plane, the edge joins and the guest.
+fn bring_up(timer: &mut Timer, lab: &Lab<'_>) -> Result<()> {
+    let (runner, files, opts, built) = (lab.runner, lab.files, lab.opts, lab.built);
+    let mut state = LabState::default();
+    timer.phase("network", || {
+        let site = lab.bm.map(|(site, _)| site);
+        create_network(runner, files, opts, site, built, &mut state)
+    })?;
+    timer.phase("containers", || {
+        let layers = Layers {
+            base: &built.base,
+            edge: built.edge_layer.as_deref(),
+            repo: &built.repo,
+        };
+        boot_all(
+            runner,
+            files,
+            opts,
+            layers,
+            lab.config_text,
+            lab.bm,
+            &mut state,
+        )
+    })?;
+    if let Some((site, m)) = lab.bm {
+        let what = format!(
+            "bare-metal site {} (BMC emulator, {} VMs)",
+            bare_metal::SITE,
+            site.vms.len()
+        );
+        timer.phase(&what, || set_up_bmc(&state, site, m))?;
+        timer.report.bare_metal_inventory = Some(opts.dir.join(bare_metal::HOST_INVENTORY));
+    }
+    timer.phase("control plane (dcn standalone init)", || {
+        init_control_plane(&state)
+    })?;
+    timer.report.control_plane_memory = Some(control_plane_memory(&state)?);
+    if opts.edges > 0 {
+        let joins = timer.phase("edge sites (dcn bundle export, dcn join)", || {
+            join::join_edges(files, &opts.dir, &state)
+        })?;
+        timer.report.edge_joins = joins;
+    }
+    timer.phase("guest image, flavor and network uploaded", || {
+        let cp = state.host("cp")?;
+        let init = cp.init_pid.context("the control plane is not running")?;
+        guest::upload(&ContainerRunner::new(init), files, &cp.rootfs, &built.guest)
+    })
+}
+
+/// The memory of the control plane's processes, logged.
+fn control_plane_memory(state: &LabState) -> Result<memory::MemoryUse> {
+    let init = state.host("cp")?.init_pid.unwrap_or_default();
+    let m = memory::measure(init);
+    tracing::info!(
+        "control plane memory: {} processes, RSS {:.2} GB, PSS {:.2} GB",
+        m.processes,
+        m.rss_bytes as f64 / 1e9,
+        m.pss_bytes as f64 / 1e9
+    );
+    Ok(m)
 }
 
 /// The host tools, then the caches: the base root filesystem, the package
