@@ -157,6 +157,15 @@ pub fn set_up(
     limit: Duration,
 ) -> Result<()> {
     wait_for_libvirt(bmc, limit)?;
+    define_nodes(bmc, site)?;
+    install_emulator(bmc, rootfs, m)?;
+    Systemd::new(bmc).start(UNIT)?;
+    wait_until_answering(cp, bmc, site, m, limit)
+}
+
+/// The storage pool the emulator uploads media into, and each node's disk
+/// and domain.
+fn define_nodes(bmc: &dyn Runner, site: &Site) -> Result<()> {
     let virsh = |what: &str, args: &[&str]| -> Result<()> {
         bmc.run(
             &Cmd::new(what, "virsh")
@@ -192,6 +201,12 @@ pub fn set_up(
             &["define", &vm.xml_path()],
         )?;
     }
+    Ok(())
+}
+
+/// The emulator's virtualenv, installed from the wheelhouse, and its
+/// password file (a bcrypt hash of the BMC's password) in `rootfs`.
+fn install_emulator(bmc: &dyn Runner, rootfs: &Path, m: &Material) -> Result<()> {
     // No ensurepip in the layer, but Debian's pip: a venv without pip that
     // sees the system site (python3-libvirt), installed into by that pip.
     bmc.run(
@@ -235,8 +250,7 @@ pub fn set_up(
         format!("{BMC_USER}:{hash}\n").as_bytes(),
         &FileSpec::secret(),
     )?;
-    Systemd::new(bmc).start(UNIT)?;
-    wait_until_answering(cp, bmc, site, m, limit)
+    Ok(())
 }
 
 /// libvirtd is socket-activated; wait until it answers.
