@@ -184,6 +184,19 @@ impl Files {
     }
 
     fn write_atomic(&self, hp: &Path, contents: &[u8], spec: &FileSpec) -> Result<()> {
+        self.put_atomically(hp, spec, |f| f.write_all(contents))
+    }
+
+    /// Put a new file at `hp` in one step: a temporary file beside it gets
+    /// `spec`'s mode and owner, then what `fill` writes, goes to the disk
+    /// and is renamed into place, so a cut leaves the old file or the new
+    /// one. Missing parent directories are created 0755.
+    fn put_atomically(
+        &self,
+        hp: &Path,
+        spec: &FileSpec,
+        fill: impl FnOnce(&mut fs::File) -> std::io::Result<()>,
+    ) -> Result<()> {
         let parent = hp.parent().context("a file path has a parent")?;
         if !parent.exists() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -196,7 +209,7 @@ impl Files {
         // even for an instant.
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(spec.mode))?;
         self.chown(tmp.path(), spec)?;
-        tmp.write_all(contents)?;
+        fill(tmp.as_file_mut())?;
         tmp.as_file().sync_all()?;
         tmp.persist(hp).map_err(|e| e.error)?;
         sync_dir(parent)

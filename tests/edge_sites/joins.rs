@@ -100,35 +100,27 @@ pub fn refused_joins_change_nothing(lab: &Lab) -> String {
     pin
 }
 
+/// edge3's `dcn join` with its bundle for site edge1, packages from the
+/// lab's repository.
+fn joins_edge1(pin: &str) -> [&str; 7] {
+    [
+        "dcn",
+        "join",
+        "/root/edge3.tar.gz",
+        "--ca-pin",
+        pin,
+        "--packages",
+        "local:/srv/dcn-repo",
+    ]
+}
+
 /// A good join of edge3 to site edge1, repeated (it converges); it gets
 /// the site's config; its bundle cannot join a node of another site.
 pub fn second_node_joins(lab: &Lab, pin: &str, outputs: &mut String) {
-    let joined = lab.ok_on(
-        "edge3",
-        &[
-            "dcn",
-            "join",
-            "/root/edge3.tar.gz",
-            "--ca-pin",
-            pin,
-            "--packages",
-            "local:/srv/dcn-repo",
-        ],
-    );
+    let joined = lab.ok_on("edge3", &joins_edge1(pin));
     outputs.push_str(&joined);
     assert!(joined.contains("joined site edge1"), "{joined}");
-    let again = lab.ok_on(
-        "edge3",
-        &[
-            "dcn",
-            "join",
-            "/root/edge3.tar.gz",
-            "--ca-pin",
-            pin,
-            "--packages",
-            "local:/srv/dcn-repo",
-        ],
-    );
+    let again = lab.ok_on("edge3", &joins_edge1(pin));
     assert!(
         again.contains("is still a node of site edge1"),
         "a second join converges: {again}"
@@ -227,18 +219,7 @@ pub fn removal_revokes_everything(lab: &Lab, pin: &str, guests: &[Guest]) {
         );
     }
     lab.ok_on("edge3", &["dcn", "reset", "--yes"]);
-    let out = lab.fails_on(
-        "edge3",
-        &[
-            "dcn",
-            "join",
-            "/root/edge3.tar.gz",
-            "--ca-pin",
-            pin,
-            "--packages",
-            "local:/srv/dcn-repo",
-        ],
-    );
+    let out = lab.fails_on("edge3", &joins_edge1(pin));
     assert!(out.contains("used"), "{out}");
 }
 

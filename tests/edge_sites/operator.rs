@@ -6,19 +6,7 @@ use crate::common::Lab;
 
 /// Copy a file from one lab host's disk to another's (an operator's scp).
 pub fn hand_over(lab: &Lab, from: &str, to: &str, path: &str) {
-    let src = lab
-        .dir
-        .join("hosts")
-        .join(from)
-        .join("rootfs")
-        .join(path.trim_start_matches('/'));
-    let dst = lab
-        .dir
-        .join("hosts")
-        .join(to)
-        .join("rootfs")
-        .join(path.trim_start_matches('/'));
-    std::fs::copy(&src, &dst).unwrap();
+    std::fs::copy(lab.host_path(from, path), lab.host_path(to, path)).unwrap();
 }
 
 /// Export a bundle on the control plane; returns the CA pin it printed.

@@ -8,8 +8,6 @@ use super::{Change, Files, sync_dir};
 use crate::host::files::FileSpec;
 use anyhow::{Context, Result};
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 impl Files {
@@ -101,23 +99,12 @@ impl Files {
             self.plan(to, Change::Updated, None, None, true);
             return Ok(());
         }
-        let hp = self.host_path(to)?;
-        let parent = hp.parent().context("a file path has a parent")?;
-        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         let mut src = fs::File::open(self.host_path(from)?)
             .with_context(|| format!("opening {}", from.display()))?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".dcn-")
-            .tempfile_in(parent)
-            .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(spec.mode))?;
-        self.chown(tmp.path(), spec)?;
-        std::io::copy(&mut src, &mut tmp)
-            .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
-        tmp.flush()?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&hp).map_err(|e| e.error)?;
-        sync_dir(parent)
+        self.put_atomically(&self.host_path(to)?, spec, |f| {
+            std::io::copy(&mut src, f).map(|_| ())
+        })
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))
     }
 
     /// Make `path` a symbolic link to `target` (replacing what was there).
