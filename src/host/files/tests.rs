@@ -264,3 +264,13 @@ fn canonical_paths_resolve_links_and_stay_under_the_root() {
     f.symlink(outside.path(), "/srv/out").unwrap();
     assert!(f.canonicalize("/srv/out").is_err());
 }
+
+#[test]
+fn mode_is_the_permission_bits_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Files::new(dir.path(), false);
+    assert_eq!(f.mode("/none").unwrap(), None);
+    f.write("/run.sh", b"#!/bin/sh\n", &FileSpec::public().mode(0o750))
+        .unwrap();
+    assert_eq!(f.mode("/run.sh").unwrap(), Some(0o750));
+}

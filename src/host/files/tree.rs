@@ -159,4 +159,15 @@ impl Files {
             .with_context(|| format!("{} leads out of {}", path.display(), root.display()))?;
         Ok(Path::new("/").join(inside))
     }
+
+    /// The permission bits of `path` (following links), or `None` when
+    /// nothing is there: what a copy from another tree keeps.
+    pub fn mode(&self, path: impl AsRef<Path>) -> Result<Option<u32>> {
+        let path = path.as_ref();
+        match fs::metadata(self.host_path(path)?) {
+            Ok(md) => Ok(Some(md.permissions().mode() & 0o7777)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
+        }
+    }
 }
