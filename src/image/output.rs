@@ -6,11 +6,12 @@
 //! temporary file, and nothing else, is removed: the input and an existing
 //! output are left as they were.
 
+use crate::host::Files;
 use anyhow::{Context, Result, bail};
-use std::fs::File;
+use std::fs::{File, Permissions};
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Write `out` as a copy of `input` (already open) that `edit` changes.
 /// Refuses when `out` is `input` under another name (the same device and
@@ -24,6 +25,7 @@ pub fn write_copy(
     let meta = input
         .metadata()
         .with_context(|| format!("reading {}", input_path.display()))?;
+    // The device and inode `out` leads to, which Files does not tell.
     if let Ok(o) = std::fs::metadata(out)
         && o.dev() == meta.dev()
         && o.ino() == meta.ino()
@@ -34,18 +36,15 @@ pub fn write_copy(
             input_path.display()
         );
     }
-    let name = out
-        .file_name()
-        .with_context(|| format!("--output {} names no file", out.display()))?;
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+    let Ok((dir, name)) = beside(out) else {
+        bail!("--output {} names no file", out.display());
     };
+    let file_name = name.file_name().expect("beside names a file");
     let mut partial = tempfile::Builder::new()
-        .prefix(&format!(".{}.", name.to_string_lossy()))
+        .prefix(&format!(".{}.", file_name.to_string_lossy()))
         .suffix(".partial")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+        .tempfile_in(dir.root())
+        .with_context(|| format!("creating a temporary file in {}", dir.root().display()))?;
     let tmp = partial.path().to_path_buf();
     // copy_file_range under the hood: a reflink or an in-kernel copy where
     // the filesystem can.
@@ -56,22 +55,34 @@ pub fn write_copy(
     // copy (a node's join token) is a bearer secret.
     partial
         .as_file()
-        .set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o700))
+        .set_permissions(Permissions::from_mode(meta.mode() & 0o700))
         .with_context(|| format!("setting the permissions of {}", tmp.display()))?;
     edit(partial.as_file_mut())?;
     partial
         .as_file()
         .sync_all()
         .with_context(|| format!("flushing {} to disk", tmp.display()))?;
-    // rename(2) replaces `out` itself, even when it is a symbolic link.
-    partial
-        .persist(out)
-        .map_err(|e| e.error)
+    // Removed when dropped, until it is `out`: rename(2) replaces `out`
+    // itself, even when it is a symbolic link.
+    let partial = partial.into_temp_path();
+    let tmp_name = Path::new("/").join(tmp.file_name().expect("a temporary file's name"));
+    (dir.rename(&tmp_name, &name))
         .with_context(|| format!("moving {} to {}", tmp.display(), out.display()))?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    partial.keep()?;
     Ok(())
+}
+
+/// A file an operator names (an ISO, an output), as a tree of its own: its
+/// directory as the root and `/name` in it, so a relative path works too.
+pub(super) fn beside(path: &Path) -> Result<(Files, PathBuf)> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no file", path.display()))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Ok((Files::new(dir, false), Path::new("/").join(name)))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! rest: `rootfs/` (files copied verbatim into the image), `dpkg/` (dpkg
 //! settings in force while packages install) and `grub.cfg` (the ISO's menu).
 
+use crate::host::Files;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -79,17 +80,18 @@ impl RecipeDir {
         })
     }
 
-    pub fn rootfs_dir(&self) -> PathBuf {
-        self.dir.join("rootfs")
+    /// The recipe directory as a tree of its own: [`Self::ROOTFS`],
+    /// [`Self::DPKG`] and [`Self::GRUB_CFG`] are read through it.
+    pub fn files(&self) -> Files {
+        Files::new(&self.dir, false)
     }
 
-    pub fn dpkg_dir(&self) -> PathBuf {
-        self.dir.join("dpkg")
-    }
-
-    pub fn grub_cfg(&self) -> PathBuf {
-        self.dir.join("grub.cfg")
-    }
+    /// Files copied verbatim into the image.
+    pub const ROOTFS: &str = "/rootfs";
+    /// dpkg settings in force while packages install.
+    pub const DPKG: &str = "/dpkg";
+    /// The ISO's GRUB menu.
+    pub const GRUB_CFG: &str = "/grub.cfg";
 }
 
 impl ImageRecipe {
@@ -141,11 +143,11 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("images/edge");
         let r = RecipeDir::load(&dir).unwrap();
         assert_eq!(r.recipe.roles, vec!["edge"]);
-        assert!(
-            r.rootfs_dir()
-                .join("usr/share/dcn/dcn-firstboot.service.in")
-                .exists()
+        let firstboot = format!(
+            "{}/usr/share/dcn/dcn-firstboot.service.in",
+            RecipeDir::ROOTFS
         );
+        assert!(r.files().exists(firstboot).unwrap());
         assert!(r.recipe.payload_area_bytes >= 2 * 1024 * 1024);
     }
 

@@ -1,36 +1,37 @@
 //! The `base` stage: a minimal Debian debootstrapped once per suite and
 //! package list into the cache.
 
-use super::remove_tree;
-use crate::host::Runner;
+use super::{COMPLETE, remove_tree};
 use crate::host::debian::Debootstrap;
+use crate::host::{FileSpec, Files, Runner};
 use crate::image::recipe::RecipeDir;
 use anyhow::Result;
 use std::path::Path;
 
+/// Make the base at `base` in `cache`, unless it is there and complete.
 pub(super) fn ensure_base(
     runner: &dyn Runner,
+    cache: &Files,
     recipe: &RecipeDir,
     base: &Path,
     debs: &Path,
     refresh: bool,
 ) -> Result<String> {
-    let done = base.join(".dcn-complete");
-    if done.exists() && !refresh {
+    if cache.exists(base.join(COMPLETE))? && !refresh {
         return Ok("cached".into());
     }
     let partial = base.with_extension("partial");
-    remove_tree(&partial)?;
-    remove_tree(base)?;
+    remove_tree(cache, &partial)?;
+    remove_tree(cache, base)?;
     let r = &recipe.recipe;
     Debootstrap {
         suite: &r.suite,
         include: &r.base,
-        target: &partial,
-        cache_dir: Some(debs),
+        target: &cache.host_path(&partial)?,
+        cache_dir: Some(&cache.host_path(debs)?),
     }
     .run(runner)?;
-    std::fs::write(partial.join(".dcn-complete"), "")?;
-    std::fs::rename(&partial, base)?;
+    cache.write(partial.join(COMPLETE), b"", &FileSpec::public())?;
+    cache.rename(&partial, base)?;
     Ok(String::new())
 }

@@ -1,10 +1,9 @@
 //! The cache keys: short digests of a stage's inputs that name the cached
 //! base and package tree, so a changed input makes a new one.
 
-use crate::host::read::ReadSpec;
-use anyhow::Result;
+use crate::host::Files;
+use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
-use std::path::Path;
 
 /// A short digest of `parts`.
 pub(super) fn key(parts: &[&str]) -> String {
@@ -17,23 +16,15 @@ pub(super) fn key(parts: &[&str]) -> String {
 }
 
 /// A digest of a small directory's file names and contents.
-pub(super) fn dir_digest(dir: &Path) -> Result<String> {
+pub(super) fn dir_digest(files: &Files, dir: &str) -> Result<String> {
     let mut parts = Vec::new();
-    if dir.is_dir() {
-        let mut files: Vec<_> = std::fs::read_dir(dir)?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        files.sort();
-        for f in files {
-            parts.push(
-                f.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned(),
-            );
-            let spec = ReadSpec::up_to(crate::host::read::MAX_STATE);
-            parts.push(String::from_utf8_lossy(&crate::host::read::read(&f, &spec)?).into_owned());
+    if files.is_dir(dir)? {
+        for name in files.list(dir)? {
+            let path = format!("{dir}/{name}");
+            let bytes = (files.read(&path)?)
+                .with_context(|| format!("{path} vanished while it was read"))?;
+            parts.push(name);
+            parts.push(String::from_utf8_lossy(&bytes).into_owned());
         }
     }
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();

@@ -3,37 +3,46 @@
 //! grub-mkrescue with every time set to the recipe's epoch.
 
 use super::HOUR;
-use crate::host::{Cmd, Runner};
+use crate::host::read::{self, ReadSpec};
+use crate::host::{Cmd, FileSpec, Files, Runner};
 use crate::image::recipe::RecipeDir;
-use crate::image::{PAYLOAD_PATH, iso9660};
+use crate::image::{PAYLOAD_PATH, iso9660, output};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
+/// Compress the image's root `root` into `staging` (both in `cache`),
+/// with its kernel and initrd beside it.
 pub(super) fn make_squashfs(
     runner: &dyn Runner,
+    cache: &Files,
     root: &Path,
     staging: &Path,
     epoch: u64,
 ) -> Result<()> {
     let live = staging.join("live");
-    std::fs::create_dir_all(&live)?;
+    cache.create_dir_all(&live)?;
     let boot = root.join("boot");
     let newest = |prefix: &str| -> Result<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&boot)?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-            })
-            .collect();
-        v.sort();
-        v.pop().with_context(|| {
-            format!("the image has no /boot/{prefix}*: is linux-image-amd64 in the recipe?")
-        })
+        let names = cache.list(&boot)?;
+        let name = (names.iter().rev())
+            .find(|n| n.starts_with(prefix))
+            .with_context(|| {
+                format!("the image has no /boot/{prefix}*: is linux-image-amd64 in the recipe?")
+            })?;
+        Ok(boot.join(name))
     };
-    std::fs::copy(newest("vmlinuz-")?, live.join("vmlinuz"))?;
-    std::fs::copy(newest("initrd.img-")?, live.join("initrd.img"))?;
+    cache.copy(
+        newest("vmlinuz-")?,
+        live.join("vmlinuz"),
+        &FileSpec::public(),
+    )?;
+    cache.copy(
+        newest("initrd.img-")?,
+        live.join("initrd.img"),
+        &FileSpec::public(),
+    )?;
+    let root = cache.host_path(root)?;
+    let live = cache.host_path(&live)?;
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -62,23 +71,20 @@ pub(super) fn make_squashfs(
     Ok(())
 }
 
+/// Write the ISO from `staging` (in `cache`) to `output`: the menu and
+/// the payload area added, every time set to `epoch`, and put in place
+/// only once its payload area is where embed will look for it.
 pub(super) fn make_iso(
     runner: &dyn Runner,
     recipe: &RecipeDir,
+    cache: &Files,
     staging: &Path,
     output: &Path,
     epoch: u64,
 ) -> Result<()> {
     let r = &recipe.recipe;
-    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
-    let grub = crate::host::read::read_string(&recipe.grub_cfg(), &spec)?
-        .replace("@VOLUME_ID@", &r.volume_id)
-        .replace("@KERNEL_ARGS@", &r.kernel_args);
-    std::fs::create_dir_all(staging.join("boot/grub"))?;
-    std::fs::write(staging.join("boot/grub/grub.cfg"), grub)?;
-    let area = staging.join(PAYLOAD_PATH);
-    std::fs::create_dir_all(area.parent().expect("has a parent"))?;
-    std::fs::File::create(&area)?.set_len(r.payload_area_bytes)?;
+    stage_boot(recipe, cache, staging)?;
+    let staging = cache.host_path(staging)?;
     runner.run(
         &Cmd::new("setting file times in the ISO tree", "find")
             .arg(staging.display().to_string())
@@ -93,7 +99,9 @@ pub(super) fn make_iso(
             ]),
     )?;
     let partial = output.with_extension("iso.partial");
-    let _ = std::fs::remove_file(&partial);
+    let (out_dir, out_name) = output::beside(output)?;
+    let (_, partial_name) = output::beside(&partial)?;
+    let _ = out_dir.remove(&partial_name);
     runner.run(
         &Cmd::new(
             "writing the ISO (grub-mkrescue: BIOS and UEFI)",
@@ -107,7 +115,7 @@ pub(super) fn make_iso(
         .timeout(HOUR),
     )?;
     // The area must be findable, as embed will look for it.
-    let mut f = std::fs::File::open(&partial)?;
+    let mut f = read::open(&out_dir.host_path(&partial_name)?, &ISO)?;
     let found = iso9660::find_file(&mut f, PAYLOAD_PATH)?
         .with_context(|| format!("the new ISO has no {}", PAYLOAD_PATH))?;
     if found.length != r.payload_area_bytes {
@@ -117,7 +125,26 @@ pub(super) fn make_iso(
             r.payload_area_bytes
         );
     }
-    std::fs::rename(&partial, output)
+    (out_dir.rename(&partial_name, &out_name))
         .with_context(|| format!("moving the ISO to {}", output.display()))?;
+    Ok(())
+}
+
+/// An ISO just written: read by seeking, whatever its size.
+const ISO: ReadSpec = ReadSpec::up_to(u64::MAX);
+
+/// The GRUB menu and the zero-filled payload area in `staging`.
+fn stage_boot(recipe: &RecipeDir, cache: &Files, staging: &Path) -> Result<()> {
+    let r = &recipe.recipe;
+    let grub = (recipe.files().read_string(RecipeDir::GRUB_CFG)?)
+        .with_context(|| format!("{} has no grub.cfg", recipe.dir.display()))?
+        .replace("@VOLUME_ID@", &r.volume_id)
+        .replace("@KERNEL_ARGS@", &r.kernel_args);
+    let grub_cfg = staging.join("boot/grub/grub.cfg");
+    cache.write(&grub_cfg, grub.as_bytes(), &FileSpec::public())?;
+    let area = staging.join(PAYLOAD_PATH);
+    cache.create_dir_all(area.parent().expect("has a parent"))?;
+    // Sparse: made by its length, not written as zeros.
+    std::fs::File::create(cache.host_path(&area)?)?.set_len(r.payload_area_bytes)?;
     Ok(())
 }

@@ -27,14 +27,14 @@ mod prerequisites;
 pub use prerequisites::BUILD_PREREQUISITES;
 
 use super::mounts::Mounts;
-use super::recipe::RecipeDir;
-use crate::host::{Cmd, Runner};
+use super::recipe::{ImageRecipe, RecipeDir};
+use crate::host::{Cmd, Files, Runner};
 use anyhow::{Context, Result};
 use base::ensure_base;
 use cache_keys::{dir_digest, key};
 use customise::customise;
 use iso::{make_iso, make_squashfs};
-use package_tree::{ensure_tree, units_off_until_join};
+use package_tree::{TreeInputs, ensure_tree, units_off_until_join};
 use prerequisites::check_prerequisites;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -47,6 +47,12 @@ pub const DEFAULT_CACHE: &str = "/var/cache/dcn-image";
 pub const DCN_IN_IMAGE: &str = "/usr/local/bin/dcn";
 
 const HOUR: Duration = Duration::from_secs(3600);
+
+/// Marks a cached tree as complete, so a cut build is never reused.
+const COMPLETE: &str = ".dcn-complete";
+
+/// The downloaded .debs, in the cache.
+const DEBS: &str = "/debs";
 
 /// What to build.
 #[derive(Debug, Clone)]
@@ -91,132 +97,239 @@ pub fn build(
     let recipe = RecipeDir::load(&opts.recipe)?;
     let r = &recipe.recipe;
     check_prerequisites(opts)?;
-    let epoch = match std::env::var("SOURCE_DATE_EPOCH") {
+    let epoch = source_date_epoch(r)?;
+    let inputs = Inputs::of(recipes, r)?;
+    // The cache is a tree of its own: the base, the package trees, the
+    // .debs and this build's work directory live under it.
+    let cache = Files::new(&opts.cache, false);
+    let work = prepare_cache(runner, &cache, r)?;
+    let mut stages = Stages::default();
+    let tree = package_tree(runner, &cache, &recipe, &inputs, opts, &mut stages)?;
+    let squashfs = live_root(
+        runner,
+        &cache,
+        &recipe,
+        &tree,
+        &work,
+        opts,
+        epoch,
+        &mut stages,
+    )?;
+    let staging = work.join("iso");
+    stages.run("iso", &mut || {
+        make_iso(runner, &recipe, &cache, &staging, &opts.output, epoch)?;
+        Ok(format!("{} MiB", iso_size(&opts.output)? / MIB))
+    })?;
+    let squashfs_bytes = size_of(&cache, &squashfs)?;
+    cleanup_work(runner, &cache, &work)?;
+    Ok(BuildReport {
+        output: opts.output.clone(),
+        iso_bytes: iso_size(&opts.output)?,
+        squashfs_bytes,
+        payload_area_bytes: r.payload_area_bytes,
+        packages: inputs.packages.len(),
+        stages: stages.done,
+        total_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// SOURCE_DATE_EPOCH when set, else the recipe's.
+fn source_date_epoch(r: &ImageRecipe) -> Result<u64> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) => v
             .parse::<u64>()
-            .context("SOURCE_DATE_EPOCH must be seconds since 1970")?,
-        Err(_) => r.source_date_epoch,
-    };
-    let roles: Vec<&str> = r.roles.iter().map(String::as_str).collect();
-    let mut packages = recipes.packages_for_roles(&roles)?;
-    packages.extend(r.packages.iter().cloned());
-    packages.sort();
-    packages.dedup();
-    let debconf: Vec<String> = recipes
-        .services_for_roles(&roles)?
-        .iter()
-        .flat_map(|s| s.debconf.iter().cloned())
-        .collect();
-    let disable_units = units_off_until_join(recipes, r)?;
-
-    let cache = &opts.cache;
-    let debs = cache.join("debs");
-    std::fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
-    let work = cache.join(format!("work-{}", r.name));
-    if work.exists() {
-        cleanup_work(runner, &work)?;
+            .context("SOURCE_DATE_EPOCH must be seconds since 1970"),
+        Err(_) => Ok(r.source_date_epoch),
     }
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+}
 
-    let mut stages = Vec::new();
-    let mut watch = crate::engine::Stopwatch::new();
-    let mut stage = |name: &str, f: &mut dyn FnMut() -> Result<String>| -> Result<()> {
-        let note = watch
+/// What goes into the package tree besides the base: the roles' and the
+/// recipe's packages, the roles' debconf answers, the units left off.
+struct Inputs {
+    packages: Vec<String>,
+    debconf: Vec<String>,
+    disable_units: Vec<String>,
+}
+
+impl Inputs {
+    fn of(recipes: &crate::recipes::Recipes, r: &ImageRecipe) -> Result<Inputs> {
+        let roles: Vec<&str> = r.roles.iter().map(String::as_str).collect();
+        let mut packages = recipes.packages_for_roles(&roles)?;
+        packages.extend(r.packages.iter().cloned());
+        packages.sort();
+        packages.dedup();
+        let debconf: Vec<String> = recipes
+            .services_for_roles(&roles)?
+            .iter()
+            .flat_map(|s| s.debconf.iter().cloned())
+            .collect();
+        Ok(Inputs {
+            packages,
+            debconf,
+            disable_units: units_off_until_join(recipes, r)?,
+        })
+    }
+}
+
+/// The .deb cache, and an empty work directory for this recipe (an
+/// earlier build's, unmounted and removed). Returns the work directory.
+fn prepare_cache(runner: &dyn Runner, cache: &Files, r: &ImageRecipe) -> Result<PathBuf> {
+    create_dir(cache, Path::new(DEBS))?;
+    let work = PathBuf::from(format!("/work-{}", r.name));
+    if cache.exists(&work)? {
+        cleanup_work(runner, cache, &work)?;
+    }
+    create_dir(cache, &work)?;
+    Ok(work)
+}
+
+fn create_dir(cache: &Files, dir: &Path) -> Result<()> {
+    let hp = cache.host_path(dir)?;
+    cache
+        .create_dir_all(dir)
+        .with_context(|| format!("creating {}", hp.display()))?;
+    Ok(())
+}
+
+/// The stages finished so far, with their times and notes.
+#[derive(Default)]
+struct Stages {
+    watch: crate::engine::Stopwatch,
+    done: Vec<StageTime>,
+}
+
+impl Stages {
+    /// Run stage `name`; `f` returns its note (`cached`, a size).
+    fn run(&mut self, name: &str, f: &mut dyn FnMut() -> Result<String>) -> Result<()> {
+        let note = self
+            .watch
             .time(name, &mut *f)
             .with_context(|| format!("image build stage {name}"))?;
         if !note.is_empty() {
             tracing::info!("    {name}: {note}");
         }
-        let (_, took) = watch.laps().last().expect("the stage just finished");
-        stages.push(StageTime {
+        let (_, took) = self.watch.laps().last().expect("the stage just finished");
+        self.done.push(StageTime {
             stage: name.to_string(),
             seconds: took.as_secs_f64(),
             note,
         });
         Ok(())
-    };
+    }
+}
 
+/// The `base` and `packages` stages: the cached package tree for these
+/// inputs, made when there is none. Returns its path in the cache.
+fn package_tree(
+    runner: &dyn Runner,
+    cache: &Files,
+    recipe: &RecipeDir,
+    inputs: &Inputs,
+    opts: &BuildOptions,
+    stages: &mut Stages,
+) -> Result<PathBuf> {
+    let r = &recipe.recipe;
+    let debs = Path::new(DEBS);
     let base_key = key(&[&r.suite, &r.base.join(",")]);
-    let base = cache.join(format!("base-{}-{}", r.suite, &base_key[..12]));
-    stage("base", &mut || {
-        ensure_base(runner, &recipe, &base, &debs, opts.refresh)
+    let base = PathBuf::from(format!("/base-{}-{}", r.suite, &base_key[..12]));
+    stages.run("base", &mut || {
+        ensure_base(runner, cache, recipe, &base, debs, opts.refresh)
     })?;
-
     let tree_key = key(&[
         &base_key,
-        &packages.join(","),
-        &debconf.join("\n"),
-        &dir_digest(&recipe.dpkg_dir())?,
-        &disable_units.join(","),
+        &inputs.packages.join(","),
+        &inputs.debconf.join("\n"),
+        &dir_digest(&recipe.files(), RecipeDir::DPKG)?,
+        &inputs.disable_units.join(","),
         &r.remove_paths.join(","),
     ]);
-    let tree = cache.join(format!("rootfs-{}-{}", r.name, &tree_key[..12]));
-    stage("packages", &mut || {
+    let tree = PathBuf::from(format!("/rootfs-{}-{}", r.name, &tree_key[..12]));
+    stages.run("packages", &mut || {
         ensure_tree(
             runner,
-            &recipe,
-            &base,
-            &tree,
-            &debs,
-            &packages,
-            &debconf,
-            &disable_units,
+            cache,
+            recipe,
+            TreeInputs {
+                base: &base,
+                tree: &tree,
+                debs,
+                packages: &inputs.packages,
+                debconf: &inputs.debconf,
+                disable_units: &inputs.disable_units,
+            },
             opts.refresh,
         )
     })?;
+    Ok(tree)
+}
 
+/// The `customise` and `squashfs` stages: the image's root on an overlay
+/// over the package tree, compressed into the ISO's staging directory.
+/// Returns the squashfs's path in the cache.
+#[allow(clippy::too_many_arguments)]
+fn live_root(
+    runner: &dyn Runner,
+    cache: &Files,
+    recipe: &RecipeDir,
+    tree: &Path,
+    work: &Path,
+    opts: &BuildOptions,
+    epoch: u64,
+    stages: &mut Stages,
+) -> Result<PathBuf> {
     let staging = work.join("iso");
     let squashfs = staging.join("live/filesystem.squashfs");
-    {
-        let mut mounts = Mounts::new(runner);
-        let merged = work.join("root");
-        stage("customise", &mut || {
-            customise(runner, &mut mounts, &recipe, &tree, &work, &opts.dcn_binary)?;
-            Ok(String::new())
-        })?;
-        stage("squashfs", &mut || {
-            make_squashfs(runner, &merged, &staging, epoch)?;
-            Ok(format!(
-                "{} MiB",
-                std::fs::metadata(&squashfs)?.len() / (1024 * 1024)
-            ))
-        })?;
-        mounts.unmount_all()?;
-    }
-    stage("iso", &mut || {
-        make_iso(runner, &recipe, &staging, &opts.output, epoch)?;
-        Ok(format!(
-            "{} MiB",
-            std::fs::metadata(&opts.output)?.len() / (1024 * 1024)
-        ))
+    let merged = work.join("root");
+    let mut mounts = Mounts::new(runner);
+    stages.run("customise", &mut || {
+        customise(
+            runner,
+            &mut mounts,
+            cache,
+            recipe,
+            tree,
+            work,
+            &opts.dcn_binary,
+        )?;
+        Ok(String::new())
     })?;
-    let squashfs_bytes = std::fs::metadata(&squashfs)?.len();
-    cleanup_work(runner, &work)?;
-    Ok(BuildReport {
-        output: opts.output.clone(),
-        iso_bytes: std::fs::metadata(&opts.output)?.len(),
-        squashfs_bytes,
-        payload_area_bytes: r.payload_area_bytes,
-        packages: packages.len(),
-        stages,
-        total_seconds: started.elapsed().as_secs_f64(),
-    })
+    stages.run("squashfs", &mut || {
+        make_squashfs(runner, cache, &merged, &staging, epoch)?;
+        Ok(format!("{} MiB", size_of(cache, &squashfs)? / MIB))
+    })?;
+    mounts.unmount_all()?;
+    Ok(squashfs)
+}
+
+/// The size of a file the build made in the cache.
+fn size_of(cache: &Files, path: &Path) -> Result<u64> {
+    let hp = cache.host_path(path)?;
+    (cache.size(path)?).with_context(|| format!("{} is missing", hp.display()))
+}
+
+/// The size of the ISO written.
+fn iso_size(output: &Path) -> Result<u64> {
+    let (dir, name) = super::output::beside(output)?;
+    dir.size(&name)?
+        .with_context(|| format!("{} is missing", output.display()))
 }
 
 /// Remove a work directory (after unmounting anything left under it).
-fn cleanup_work(runner: &dyn Runner, work: &Path) -> Result<()> {
-    let root = work.join("root");
+fn cleanup_work(runner: &dyn Runner, cache: &Files, work: &Path) -> Result<()> {
+    let root = cache.host_path(work.join("root"))?;
     if super::mounts::is_mountpoint(&root) {
         runner.run(
             &Cmd::new("unmounting a stale image root", "umount").arg(root.display().to_string()),
         )?;
     }
-    remove_tree(work)
+    remove_tree(cache, work)
 }
 
-fn remove_tree(path: &Path) -> Result<()> {
-    if path.exists() {
-        std::fs::remove_dir_all(path).with_context(|| format!("removing {}", path.display()))?;
-    }
+/// Remove a tree in the cache if it is there.
+fn remove_tree(cache: &Files, path: &Path) -> Result<()> {
+    let hp = cache.host_path(path)?;
+    (cache.remove_all(path)).with_context(|| format!("removing {}", hp.display()))?;
     Ok(())
 }

@@ -2,12 +2,12 @@
 //! installed into a copy of the base, the units `dcn join` enables left
 //! disabled, and the build-only files, logs and per-host identity removed.
 
-use super::{HOUR, remove_tree};
+use super::{COMPLETE, HOUR, remove_tree};
 use crate::host::apt::{Apt, DebconfAnswer};
 use crate::host::chroot::ChrootRunner;
 use crate::host::debian;
 use crate::host::systemd::Systemd;
-use crate::host::{Cmd, Files, Runner};
+use crate::host::{Cmd, FileSpec, Files, Runner};
 use crate::image::mounts::Mounts;
 use crate::image::recipe::RecipeDir;
 use crate::types::PackageSource;
@@ -29,75 +29,63 @@ pub(super) fn units_off_until_join(
     Ok(units)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The package tree's inputs, as names in the cache and lists.
+pub(super) struct TreeInputs<'a> {
+    pub base: &'a Path,
+    pub tree: &'a Path,
+    pub debs: &'a Path,
+    pub packages: &'a [String],
+    pub debconf: &'a [String],
+    pub disable_units: &'a [String],
+}
+
+/// Make the package tree at `t.tree` in `cache` from the base, unless it
+/// is there and complete.
 pub(super) fn ensure_tree(
     runner: &dyn Runner,
+    cache: &Files,
     recipe: &RecipeDir,
-    base: &Path,
-    tree: &Path,
-    debs: &Path,
-    packages: &[String],
-    debconf: &[String],
-    disable_units: &[String],
+    t: TreeInputs,
     refresh: bool,
 ) -> Result<String> {
-    if tree.join(".dcn-complete").exists() && !refresh {
-        return Ok(format!("cached, {} packages", packages.len()));
+    if cache.exists(t.tree.join(COMPLETE))? && !refresh {
+        return Ok(format!("cached, {} packages", t.packages.len()));
     }
-    let partial = tree.with_extension("partial");
-    remove_tree(&partial)?;
-    remove_tree(tree)?;
+    let partial = t.tree.with_extension("partial");
+    remove_tree(cache, &partial)?;
+    remove_tree(cache, t.tree)?;
     runner.run(
         &Cmd::new("copying the base root filesystem", "cp")
             .args(["-a", "--reflink=auto"])
-            .arg(base.display().to_string())
-            .arg(partial.display().to_string())
+            .arg(cache.host_path(t.base)?.display().to_string())
+            .arg(cache.host_path(&partial)?.display().to_string())
             .timeout(HOUR),
     )?;
-    std::fs::remove_file(partial.join(".dcn-complete"))?;
-    install_packages(
-        runner,
-        recipe,
-        &partial,
-        debs,
-        packages,
-        debconf,
-        disable_units,
-    )?;
-    finish_tree(runner, recipe, &partial)?;
-    std::fs::write(partial.join(".dcn-complete"), "")?;
-    std::fs::rename(&partial, tree)?;
-    Ok(format!("{} packages", packages.len()))
+    cache.remove(partial.join(COMPLETE))?;
+    let root = cache.host_path(&partial)?;
+    install_packages(runner, recipe, &root, &cache.host_path(t.debs)?, &t)?;
+    finish_tree(recipe, &Files::new(&root, false))?;
+    cache.write(partial.join(COMPLETE), b"", &FileSpec::public())?;
+    cache.rename(&partial, t.tree)?;
+    Ok(format!("{} packages", t.packages.len()))
 }
 
 /// Files present only while packages install (apt's adapter keeps its own
 /// policy-rc.d in place while it runs).
-const UNSAFE_IO: &str = "etc/dpkg/dpkg.cfg.d/99-dcn-build-unsafe-io";
-const BUILD_SOURCES: &str = "etc/apt/sources.list.d/dcn-build-host.sources";
+const UNSAFE_IO: &str = "/etc/dpkg/dpkg.cfg.d/99-dcn-build-unsafe-io";
+const BUILD_SOURCES: &str = "/etc/apt/sources.list.d/dcn-build-host.sources";
 
+/// Install the packages into the tree at `root`, with the .debs cached in
+/// `debs`, and leave the units off.
 fn install_packages(
     runner: &dyn Runner,
     recipe: &RecipeDir,
     root: &Path,
     debs: &Path,
-    packages: &[String],
-    debconf: &[String],
-    disable_units: &[String],
+    t: &TreeInputs,
 ) -> Result<()> {
-    // dpkg without fsync (a tree we are about to compress); the recipe's
-    // dpkg settings (no docs).
-    std::fs::write(root.join(UNSAFE_IO), "force-unsafe-io\n")?;
-    if recipe.dpkg_dir().is_dir() {
-        for e in std::fs::read_dir(recipe.dpkg_dir())?.flatten() {
-            std::fs::copy(
-                e.path(),
-                root.join("etc/dpkg/dpkg.cfg.d").join(e.file_name()),
-            )?;
-        }
-    }
-    std::fs::write(root.join(BUILD_SOURCES), debian::host_sources()?)?;
-    let _ = std::fs::remove_file(root.join("etc/apt/sources.list"));
-
+    let files = Files::new(root, false);
+    build_settings(recipe, &files)?;
     let mut mounts = Mounts::new(runner);
     mounts.chroot_api(root)?;
     mounts.mount(
@@ -108,20 +96,18 @@ fn install_packages(
     // The same apt adapter as on hosts, run in the tree: policy-rc.d
     // while packages install, retries, no recommends.
     let chroot = ChrootRunner::new(runner, root);
-    let files = Files::new(root, false);
     let apt = Apt::new(&chroot, &files, PackageSource::Mirror);
-    let answers = (debconf.iter())
+    let answers = (t.debconf.iter())
         .map(|l| DebconfAnswer::parse(l))
         .collect::<Result<Vec<_>>>()
         .context("the image recipe's debconf")?;
     apt.update()?;
     apt.preseed(&answers)?;
     apt.upgrade()?;
-    apt.install(packages, false)?;
-    let present: Vec<&str> = disable_units
-        .iter()
+    apt.install(t.packages, false)?;
+    let present: Vec<&str> = (t.disable_units.iter())
         .map(String::as_str)
-        .filter(|u| unit_exists(root, u))
+        .filter(|u| unit_exists(&files, u))
         .collect();
     if !present.is_empty() {
         // Until `dcn join` configures them.
@@ -131,58 +117,69 @@ fn install_packages(
     Ok(())
 }
 
+/// dpkg without fsync (a tree we are about to compress), the recipe's
+/// dpkg settings (no docs), and the build host's mirror.
+fn build_settings(recipe: &RecipeDir, files: &Files) -> Result<()> {
+    files.write(UNSAFE_IO, b"force-unsafe-io\n", &FileSpec::public())?;
+    let from = recipe.files();
+    if from.is_dir(RecipeDir::DPKG)? {
+        for name in from.list(RecipeDir::DPKG)? {
+            let path = format!("{}/{name}", RecipeDir::DPKG);
+            let bytes = from
+                .read(&path)?
+                .with_context(|| format!("{path} vanished while it was read"))?;
+            files.write(
+                format!("/etc/dpkg/dpkg.cfg.d/{name}"),
+                &bytes,
+                &FileSpec::public(),
+            )?;
+        }
+    }
+    let sources = debian::host_sources()?;
+    files.write(BUILD_SOURCES, sources.as_bytes(), &FileSpec::public())?;
+    let _ = files.remove("/etc/apt/sources.list");
+    Ok(())
+}
+
 /// Remove the build-only files, logs, caches and per-host identity.
-fn finish_tree(runner: &dyn Runner, recipe: &RecipeDir, root: &Path) -> Result<()> {
-    let _ = runner;
+fn finish_tree(recipe: &RecipeDir, files: &Files) -> Result<()> {
     for f in [UNSAFE_IO, BUILD_SOURCES] {
-        let _ = std::fs::remove_file(root.join(f));
+        let _ = files.remove(f);
     }
     for pattern in &recipe.recipe.remove_paths {
-        for p in glob(root, pattern)? {
-            let md = std::fs::symlink_metadata(&p)?;
-            if md.is_dir() {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            }
-            .with_context(|| format!("removing {}", p.display()))?;
+        for p in glob(files, pattern)? {
+            files.remove_all(&p)?;
         }
     }
     // Empty, not missing: systemd makes a machine id on each host's boot
     // without treating it as a first boot (which would re-apply presets and
     // enable the units left disabled).
-    std::fs::write(root.join("etc/machine-id"), "")?;
+    files.write("/etc/machine-id", b"", &FileSpec::public())?;
     Ok(())
 }
 
-fn unit_exists(root: &Path, unit: &str) -> bool {
+fn unit_exists(files: &Files, unit: &str) -> bool {
     [
-        "etc/systemd/system",
-        "usr/lib/systemd/system",
-        "lib/systemd/system",
+        "/etc/systemd/system",
+        "/usr/lib/systemd/system",
+        "/lib/systemd/system",
     ]
     .iter()
-    .any(|d| root.join(d).join(unit).exists())
+    .any(|d| files.exists(format!("{d}/{unit}")).unwrap_or(false))
 }
 
-/// Paths under `root` matching `pattern`, whose last component may hold `*`.
-fn glob(root: &Path, pattern: &str) -> Result<Vec<PathBuf>> {
-    let rel = pattern.trim_start_matches('/');
-    let (dir, name) = match rel.rsplit_once('/') {
-        Some((d, n)) => (root.join(d), n),
-        None => (root.to_path_buf(), rel),
-    };
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(out);
-    };
-    for e in entries.flatten() {
-        if wildcard(name, &e.file_name().to_string_lossy()) {
-            out.push(e.path());
-        }
-    }
-    out.sort();
-    Ok(out)
+/// The paths in `files` matching `pattern` (absolute), whose last
+/// component may hold `*`.
+fn glob(files: &Files, pattern: &str) -> Result<Vec<PathBuf>> {
+    let (dir, name) = pattern.rsplit_once('/').unwrap_or(("", pattern));
+    let dir = Path::new("/").join(dir.trim_start_matches('/'));
+    // A directory that cannot be listed matches nothing.
+    let names = files.list(&dir).unwrap_or_default();
+    Ok(names
+        .iter()
+        .filter(|n| wildcard(name, n))
+        .map(|n| dir.join(n))
+        .collect())
 }
 
 /// `*` matches any run of characters; everything else matches itself.
@@ -242,8 +239,15 @@ mod tests {
         for f in ["ssh_host_rsa_key", "ssh_host_rsa_key.pub", "sshd_config"] {
             std::fs::write(d.path().join("etc/ssh").join(f), "").unwrap();
         }
-        let found = glob(d.path(), "/etc/ssh/ssh_host_*").unwrap();
-        assert_eq!(found.len(), 2);
-        assert!(glob(d.path(), "/nonexistent/*").unwrap().is_empty());
+        let files = Files::new(d.path(), false);
+        let found = glob(&files, "/etc/ssh/ssh_host_*").unwrap();
+        assert_eq!(
+            found,
+            [
+                PathBuf::from("/etc/ssh/ssh_host_rsa_key"),
+                PathBuf::from("/etc/ssh/ssh_host_rsa_key.pub")
+            ]
+        );
+        assert!(glob(&files, "/nonexistent/*").unwrap().is_empty());
     }
 }
