@@ -4,6 +4,7 @@
 //! the node config says `wipe: true`.
 
 use crate::config::node::{DiskConfig, DiskSelect};
+use crate::host::Files;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
@@ -68,33 +69,28 @@ fn is_virtual(name: &str) -> bool {
         .any(|p| name.starts_with(p))
 }
 
-/// The disks under `sys_block` (`/sys/block`).
-pub fn list_disks(sys_block: &Path) -> Result<Vec<Disk>> {
+/// The disks under `sys_block` (`/sys/block`) of `files`.
+pub fn list_disks(files: &Files, sys_block: &Path) -> Result<Vec<Disk>> {
+    // An attribute the kernel does not give reads as empty.
     let read = |p: PathBuf| {
-        std::fs::read_to_string(p)
+        (files.read_string(p).ok().flatten())
             .unwrap_or_default()
             .trim()
             .to_string()
     };
+    if !files.is_dir(sys_block)? {
+        bail!("listing disks in {}: it is not there", sys_block.display());
+    }
     let mut disks = Vec::new();
-    let entries = std::fs::read_dir(sys_block)
-        .with_context(|| format!("listing disks in {}", sys_block.display()))?;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
+    for name in files.list(sys_block)? {
         if is_virtual(&name) {
             continue;
         }
         let dir = sys_block.join(&name);
         let sectors: u64 = read(dir.join("size")).parse().unwrap_or(0);
-        let mut partitions: Vec<String> = std::fs::read_dir(&dir)
-            .map(|d| {
-                d.flatten()
-                    .filter(|p| p.path().join("partition").exists())
-                    .map(|p| p.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        partitions.sort();
+        let partitions: Vec<String> = (files.list(&dir).unwrap_or_default().into_iter())
+            .filter(|p| files.exists(dir.join(p).join("partition")).unwrap_or(false))
+            .collect();
         disks.push(Disk {
             size_bytes: sectors * 512,
             removable: read(dir.join("removable")) == "1",
@@ -104,7 +100,6 @@ pub fn list_disks(sys_block: &Path) -> Result<Vec<Disk>> {
             name,
         });
     }
-    disks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(disks)
 }
 
@@ -117,84 +112,9 @@ pub fn choose<'a>(
     boot: &[String],
     resolve: impl Fn(&Path) -> Result<String>,
 ) -> Result<&'a Disk> {
-    let listing = || {
-        if disks.is_empty() {
-            "none".to_string()
-        } else {
-            disks
-                .iter()
-                .map(Disk::describe)
-                .collect::<Vec<_>>()
-                .join("; ")
-        }
-    };
     let disk = match &cfg.device {
-        Some(dev) => {
-            let name = resolve(Path::new(dev.as_str()))?;
-            let d = disks.iter().find(|d| d.name == name).with_context(|| {
-                format!(
-                    "disk.device {dev} is not a disk here (disks: {})",
-                    listing()
-                )
-            })?;
-            if boot.contains(&d.name) {
-                bail!(
-                    "disk.device {dev} holds the boot medium (this ISO); name the disk to install to"
-                );
-            }
-            d
-        }
-        None => {
-            let min = cfg.min_size_gib * GIB;
-            let candidates: Vec<&Disk> = disks
-                .iter()
-                .filter(|d| {
-                    !d.removable && !d.read_only && !boot.contains(&d.name) && d.size_bytes >= min
-                })
-                .collect();
-            let rule = format!(
-                "non-removable, writable disks of at least {} GiB",
-                cfg.min_size_gib
-            );
-            match (cfg.select, candidates.as_slice()) {
-                (_, []) => bail!(
-                    "no disk matches the node config's rule ({rule}); disks here: {}; set disk.device or lower disk.minSizeGiB",
-                    listing()
-                ),
-                (DiskSelect::Only, [one]) => *one,
-                (DiskSelect::Only, many) => bail!(
-                    "{} disks match ({}), and dcn does not guess which to erase; set disk.device, or disk.select: smallest or largest",
-                    many.len(),
-                    many.iter()
-                        .map(|d| d.describe())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-                (select, many) => {
-                    let pick = |d: &&&Disk| d.size_bytes;
-                    let best = if select == DiskSelect::Smallest {
-                        many.iter().min_by_key(pick)
-                    } else {
-                        many.iter().max_by_key(pick)
-                    }
-                    .expect("not empty");
-                    let ties: Vec<&&Disk> = many
-                        .iter()
-                        .filter(|d| d.size_bytes == best.size_bytes)
-                        .collect();
-                    if ties.len() > 1 {
-                        bail!(
-                            "disk.select: {select:?} is ambiguous: {} are the same size, and dcn does not guess which to erase; set disk.device",
-                            ties.iter()
-                                .map(|d| d.describe())
-                                .collect::<Vec<_>>()
-                                .join(" and ")
-                        );
-                    }
-                    *best
-                }
-            }
-        }
+        Some(dev) => by_device(disks, dev.as_str(), boot, resolve)?,
+        None => by_rule(disks, cfg, boot)?,
     };
     if disk.read_only {
         bail!("{} is read-only", disk.describe());
@@ -208,9 +128,92 @@ pub fn choose<'a>(
     Ok(disk)
 }
 
+/// The disks, described, for an error message.
+fn listing(disks: &[Disk]) -> String {
+    if disks.is_empty() {
+        "none".to_string()
+    } else {
+        describe_all(disks.iter(), "; ")
+    }
+}
+
+fn describe_all<'a>(disks: impl Iterator<Item = &'a Disk>, sep: &str) -> String {
+    disks.map(Disk::describe).collect::<Vec<_>>().join(sep)
+}
+
+/// The disk `disk.device` names, unless it holds the boot medium.
+fn by_device<'a>(
+    disks: &'a [Disk],
+    dev: &str,
+    boot: &[String],
+    resolve: impl Fn(&Path) -> Result<String>,
+) -> Result<&'a Disk> {
+    let name = resolve(Path::new(dev))?;
+    let d = disks.iter().find(|d| d.name == name).with_context(|| {
+        format!(
+            "disk.device {dev} is not a disk here (disks: {})",
+            listing(disks)
+        )
+    })?;
+    if boot.contains(&d.name) {
+        bail!("disk.device {dev} holds the boot medium (this ISO); name the disk to install to");
+    }
+    Ok(d)
+}
+
+/// The one disk the rule (`disk.select`, `disk.minSizeGiB`) leaves among
+/// the non-removable, writable disks not booted from.
+fn by_rule<'a>(disks: &'a [Disk], cfg: &DiskConfig, boot: &[String]) -> Result<&'a Disk> {
+    let min = cfg.min_size_gib * GIB;
+    let candidates: Vec<&Disk> = disks
+        .iter()
+        .filter(|d| !d.removable && !d.read_only && !boot.contains(&d.name) && d.size_bytes >= min)
+        .collect();
+    let rule = format!(
+        "non-removable, writable disks of at least {} GiB",
+        cfg.min_size_gib
+    );
+    match (cfg.select, candidates.as_slice()) {
+        (_, []) => bail!(
+            "no disk matches the node config's rule ({rule}); disks here: {}; set disk.device or lower disk.minSizeGiB",
+            listing(disks)
+        ),
+        (DiskSelect::Only, [one]) => Ok(one),
+        (DiskSelect::Only, many) => bail!(
+            "{} disks match ({}), and dcn does not guess which to erase; set disk.device, or disk.select: smallest or largest",
+            many.len(),
+            describe_all(many.iter().copied(), "; ")
+        ),
+        (select, many) => by_size(select, many),
+    }
+}
+
+/// The smallest or largest of `many`, unless another is the same size.
+fn by_size<'a>(select: DiskSelect, many: &[&'a Disk]) -> Result<&'a Disk> {
+    let size = |d: &&&Disk| d.size_bytes;
+    let best = if select == DiskSelect::Smallest {
+        many.iter().min_by_key(size)
+    } else {
+        many.iter().max_by_key(size)
+    }
+    .expect("not empty");
+    let ties: Vec<&Disk> = (many.iter().copied())
+        .filter(|d| d.size_bytes == best.size_bytes)
+        .collect();
+    if ties.len() > 1 {
+        bail!(
+            "disk.select: {select:?} is ambiguous: {} are the same size, and dcn does not guess which to erase; set disk.device",
+            describe_all(ties.into_iter(), " and ")
+        );
+    }
+    Ok(best)
+}
+
 /// The kernel name of a device path: `/dev/disk/by-path/...` → `sda`.
-pub fn resolve_device(path: &Path) -> Result<String> {
-    let real = std::fs::canonicalize(path).with_context(|| {
+pub fn resolve_device(files: &Files, path: &Path) -> Result<String> {
+    // Every link on the way followed (by-id to by-path to sda), as the
+    // kernel does: Files reads one link at a time.
+    let real = std::fs::canonicalize(files.host_path(path)?).with_context(|| {
         format!(
             "disk.device {} does not exist on this machine",
             path.display()
@@ -224,8 +227,8 @@ pub fn resolve_device(path: &Path) -> Result<String> {
 
 /// The disks that hold the mount at `mountpoint` (the boot medium): the
 /// device itself, and for a partition its whole disk.
-pub fn disks_of_mount(mountpoint: &Path) -> Vec<String> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+pub fn disks_of_mount(files: &Files, mountpoint: &Path) -> Vec<String> {
+    let Ok(Some(info)) = files.read_string("/proc/self/mountinfo") else {
         return Vec::new();
     };
     let want = mountpoint.to_string_lossy();
@@ -241,9 +244,10 @@ pub fn disks_of_mount(mountpoint: &Path) -> Vec<String> {
             && let Some(name) = src.strip_prefix("/dev/")
         {
             out.push(name.to_string());
+            // A partition's link in sysfs ends in its disk's directory.
             let sys = Path::new("/sys/class/block").join(name);
-            if sys.join("partition").exists()
-                && let Ok(real) = std::fs::canonicalize(&sys)
+            if files.exists(sys.join("partition")).unwrap_or(false)
+                && let Ok(Some(real)) = files.read_link(&sys)
                 && let Some(parent) = real.parent().and_then(|p| p.file_name())
             {
                 out.push(parent.to_string_lossy().into_owned());
@@ -364,7 +368,7 @@ mod tests {
         mk("vda", "41943040\n", "0\n", &["vda1"]);
         mk("sr0", "100", "1", &[]);
         mk("loop0", "100", "0", &[]);
-        let disks = list_disks(sys.path()).unwrap();
+        let disks = list_disks(&Files::new(sys.path(), false), Path::new("/")).unwrap();
         assert_eq!(disks.len(), 1);
         assert_eq!(disks[0].size_bytes, 20 * GIB);
         assert_eq!(disks[0].partitions, vec!["vda1"]);

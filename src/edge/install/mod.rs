@@ -123,99 +123,148 @@ fn install(
     progress: &mut Progress,
     touched: &mut Option<PathBuf>,
 ) -> Result<()> {
-    let (payload, node, bundle) = read_node(recipes, args, progress)?;
-    progress::start_reporting(runner, &node, &bundle, progress);
-    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
-    let template = crate::host::read::read_string(Path::new(firstboot::TEMPLATE), &spec)
-        .with_context(|| {
-            format!(
-                "reading the first-boot unit template {}",
-                firstboot::TEMPLATE
-            )
-        })?;
-    let squashfs = if args.medium.is_dir() {
-        args.medium.join(SQUASHFS)
-    } else {
-        bail!(
-            "installing from {} needs it mounted: pass --medium with the mounted ISO's directory",
-            args.medium.display()
-        );
-    };
-    let target_disk = choose_disk(runner, args, &node, progress)?;
-    let dev = target_disk.path();
-
-    *touched = Some(dev.clone());
-    let (esp, root) = system::partition_and_format(runner, &target_disk, progress)?;
-    let target = Path::new(TARGET);
+    // The live system the installer runs in.
+    let host = Files::new("/", false);
+    let node = read_node(recipes, args, progress)?;
+    progress::start_reporting(runner, &host, &node.config, &node.bundle, progress);
+    let template = firstboot_template()?;
+    let squashfs = squashfs_on(&args.medium)?;
+    let target_disk = choose_disk(runner, &host, args, &node.config, progress)?;
+    *touched = Some(target_disk.path());
     let mut mounts = Mounts::new(runner);
-    mounts.mount("the new root file system", &[&path_str(&root)], target)?;
-    system::copy_os(runner, &squashfs, progress)?;
-    mounts.mount(
-        "the EFI system partition",
-        &[&path_str(&esp)],
-        &target.join("boot/efi"),
-    )?;
-    system::install_grub(runner, &dev, progress)?;
-
-    let uuid = |part: &Path| -> Result<String> {
-        let out = runner.run(
-            &Cmd::new("reading a file system's UUID", "blkid")
-                .args(["-s", "UUID", "-o", "value"])
-                .arg(path_str(part))
-                .read_only(),
-        )?;
-        Ok(out.stdout.trim().to_string())
-    };
-    let (kernel, initrd) = system::kernel_paths(target)?;
-    let layout = target::Layout {
-        root_uuid: uuid(&root)?,
-        esp_uuid: uuid(&esp)?,
-        kernel,
-        initrd,
-        kernel_args: target::installed_kernel_args(
-            &std::fs::read_to_string("/proc/cmdline").unwrap_or_default(),
-        ),
-    };
-    let files = Files::new(target, false);
-    progress.step("writing the node's settings");
-    target::write_node_files(
-        &files,
-        &node,
-        &payload.node_yaml,
-        &payload.bundle,
-        &bundle,
-        &template,
-        &layout,
-    )?;
-    // The network and the first-boot join start at boot; the installer
-    // does not.
-    let installed = Systemd::for_tree(runner, TARGET);
-    installed.enable(&["systemd-networkd.service", firstboot::UNIT_NAME])?;
-    installed.disable_if_present(&["dcn-install.service"])?;
-    progress.say(&format!(
-        "wrote the node's settings: hostname {}, {} interface(s), bundle {} (0600), {}",
-        node.hostname,
-        node.interfaces.len(),
-        firstboot::BUNDLE,
-        firstboot::UNIT
-    ));
+    let (esp, root) = write_system(runner, &mut mounts, &target_disk, &squashfs, progress)?;
+    let target = Files::new(TARGET, false);
+    let layout = installed_layout(runner, &host, &target, &esp, &root)?;
+    write_settings(runner, &target, &node, &template, &layout, progress)?;
     mounts.unmount_all()?;
     runner.run(&Cmd::new("flushing the disk", "sync"))?;
     *touched = None;
     Ok(())
 }
 
+/// The first-boot unit's template, from the live system.
+fn firstboot_template() -> Result<String> {
+    let spec = crate::host::read::ReadSpec::up_to(crate::host::read::MAX_STATE);
+    crate::host::read::read_string(Path::new(firstboot::TEMPLATE), &spec).with_context(|| {
+        format!(
+            "reading the first-boot unit template {}",
+            firstboot::TEMPLATE
+        )
+    })
+}
+
+/// The OS image on the mounted medium.
+fn squashfs_on(medium: &Path) -> Result<PathBuf> {
+    if !medium.is_dir() {
+        bail!(
+            "installing from {} needs it mounted: pass --medium with the mounted ISO's directory",
+            medium.display()
+        );
+    }
+    Ok(medium.join(SQUASHFS))
+}
+
+/// Partition and format the disk, copy the OS to it and install GRUB; the
+/// new root and its ESP stay mounted at [`TARGET`]. Returns the ESP and
+/// the root partition.
+fn write_system(
+    runner: &dyn Runner,
+    mounts: &mut Mounts,
+    target_disk: &disk::Disk,
+    squashfs: &Path,
+    progress: &mut Progress,
+) -> Result<(PathBuf, PathBuf)> {
+    let (esp, root) = system::partition_and_format(runner, target_disk, progress)?;
+    let target = Path::new(TARGET);
+    mounts.mount("the new root file system", &[&path_str(&root)], target)?;
+    system::copy_os(runner, squashfs, progress)?;
+    mounts.mount(
+        "the EFI system partition",
+        &[&path_str(&esp)],
+        &target.join("boot/efi"),
+    )?;
+    system::install_grub(runner, &target_disk.path(), progress)?;
+    Ok((esp, root))
+}
+
+/// A file system's UUID.
+fn uuid(runner: &dyn Runner, part: &Path) -> Result<String> {
+    let out = runner.run(
+        &Cmd::new("reading a file system's UUID", "blkid")
+            .args(["-s", "UUID", "-o", "value"])
+            .arg(path_str(part))
+            .read_only(),
+    )?;
+    Ok(out.stdout.trim().to_string())
+}
+
+/// How the installed system boots: its file systems, its kernel and
+/// initrd, and the live system's kernel arguments that carry over.
+fn installed_layout(
+    runner: &dyn Runner,
+    host: &Files,
+    target: &Files,
+    esp: &Path,
+    root: &Path,
+) -> Result<target::Layout> {
+    let root_uuid = uuid(runner, root)?;
+    let esp_uuid = uuid(runner, esp)?;
+    let (kernel, initrd) = system::kernel_paths(target)?;
+    let cmdline = host.read_string("/proc/cmdline").ok().flatten();
+    Ok(target::Layout {
+        root_uuid,
+        esp_uuid,
+        kernel,
+        initrd,
+        kernel_args: target::installed_kernel_args(&cmdline.unwrap_or_default()),
+    })
+}
+
+/// The node's settings and the first-boot unit on the installed system,
+/// which starts its network and the join at boot (and not the installer).
+fn write_settings(
+    runner: &dyn Runner,
+    target: &Files,
+    node: &Embedded,
+    template: &str,
+    layout: &target::Layout,
+    progress: &mut Progress,
+) -> Result<()> {
+    progress.step("writing the node's settings");
+    let config = &node.config;
+    target::write_node_files(
+        target,
+        config,
+        &node.payload.node_yaml,
+        &node.payload.bundle,
+        &node.bundle,
+        template,
+        layout,
+    )?;
+    let installed = Systemd::for_tree(runner, TARGET);
+    installed.enable(&["systemd-networkd.service", firstboot::UNIT_NAME])?;
+    installed.disable_if_present(&["dcn-install.service"])?;
+    progress.say(&format!(
+        "wrote the node's settings: hostname {}, {} interface(s), bundle {} (0600), {}",
+        config.hostname,
+        config.interfaces.len(),
+        firstboot::BUNDLE,
+        firstboot::UNIT
+    ));
+    Ok(())
+}
+
+/// What the medium carries for this node.
+struct Embedded {
+    payload: crate::image::payload::Payload,
+    config: crate::config::NodeConfig,
+    /// Verified against the node's CA pin.
+    bundle: crate::bundle::VerifiedBundle,
+}
+
 /// The payload on the medium: the node's config, and its join bundle
 /// verified against the node's CA pin.
-fn read_node(
-    recipes: &Recipes,
-    args: &Options,
-    progress: &mut Progress,
-) -> Result<(
-    crate::image::payload::Payload,
-    crate::config::NodeConfig,
-    crate::bundle::VerifiedBundle,
-)> {
+fn read_node(recipes: &Recipes, args: &Options, progress: &mut Progress) -> Result<Embedded> {
     progress.say(&format!(
         "reading the node payload from {}",
         args.medium.display()
@@ -241,12 +290,17 @@ fn read_node(
         },
         crate::timefmt::rough(bundle.expires_in(std::time::SystemTime::now()))
     ));
-    Ok((payload, node, bundle))
+    Ok(Embedded {
+        payload,
+        config: node,
+        bundle,
+    })
 }
 
 /// The disk the node's config chooses, never the one booted from.
 fn choose_disk(
     runner: &dyn Runner,
+    host: &Files,
     args: &Options,
     node: &crate::config::NodeConfig,
     progress: &mut Progress,
@@ -257,9 +311,10 @@ fn choose_disk(
             .unchecked()
             .timeout(Duration::from_secs(60)),
     );
-    let disks = disk::list_disks(Path::new("/sys/block"))?;
-    let boot = disk::disks_of_mount(&args.medium);
-    let target_disk = disk::choose(&disks, &node.disk, &boot, disk::resolve_device)?.clone();
+    let disks = disk::list_disks(host, Path::new("/sys/block"))?;
+    let boot = disk::disks_of_mount(host, &args.medium);
+    let resolve = |p: &Path| disk::resolve_device(host, p);
+    let target_disk = disk::choose(&disks, &node.disk, &boot, resolve)?.clone();
     progress.say(&format!(
         "installing to {} ({:.1} GiB){}",
         target_disk.path().display(),

@@ -6,22 +6,24 @@
 //! settings as systemd-networkd files ([`super::target`]).
 
 use crate::config::node::Interface;
-use crate::host::{Cmd, Runner};
+use crate::host::{Cmd, Files, Runner};
 use anyhow::{Result, bail};
 use std::path::Path;
 
-/// The kernel's network links (`/sys/class/net`) as (name, MAC), loopback
-/// left out.
-pub fn links(sys_class_net: &Path) -> Vec<(String, String)> {
-    let Ok(entries) = std::fs::read_dir(sys_class_net) else {
-        return Vec::new();
-    };
-    let mut links: Vec<(String, String)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_str()?.to_string();
-            let mac = std::fs::read_to_string(e.path().join("address")).unwrap_or_default();
-            (name != "lo").then(|| (name, mac.trim().to_ascii_lowercase()))
+/// The kernel's network links (`/sys/class/net` of `files`) as (name,
+/// MAC), loopback left out.
+pub fn links(files: &Files, sys_class_net: &Path) -> Vec<(String, String)> {
+    let names = files.list(sys_class_net).unwrap_or_default();
+    let mut links: Vec<(String, String)> = (names.into_iter())
+        .filter(|name| name != "lo")
+        .map(|name| {
+            let address = sys_class_net.join(&name).join("address");
+            let mac = files
+                .read_string(address)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            (name, mac.trim().to_ascii_lowercase())
         })
         .collect();
     links.sort();
@@ -208,10 +210,11 @@ mod tests {
             std::fs::create_dir(dir.path().join(name)).unwrap();
             std::fs::write(dir.path().join(name).join("address"), format!("{mac}\n")).unwrap();
         }
+        let files = Files::new(dir.path(), false);
         assert_eq!(
-            super::links(dir.path()),
+            super::links(&files, Path::new("/")),
             [("eth0".to_string(), "52:54:00:ab:cd:ef".to_string())]
         );
-        assert!(super::links(&dir.path().join("none")).is_empty());
+        assert!(super::links(&files, Path::new("/none")).is_empty());
     }
 }

@@ -4,7 +4,7 @@
 
 use super::network;
 use crate::edge::join::reporter::{self, Reporter};
-use crate::host::Runner;
+use crate::host::{Files, Runner};
 use crate::wire::Phase;
 use std::collections::VecDeque;
 use std::io::Write;
@@ -66,6 +66,7 @@ impl Progress {
         }
         println!("{line}");
         let _ = std::io::stdout().flush();
+        // A console is a character device, written as a stream.
         for c in &self.consoles {
             if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(c) {
                 let _ = write!(f, "{}\r\n", line.replace('\n', "\r\n"));
@@ -79,11 +80,12 @@ impl Progress {
 /// a failure is said, and the install goes on unreported.
 pub(super) fn start_reporting(
     runner: &dyn Runner,
+    host: &Files,
     node: &crate::config::NodeConfig,
     bundle: &crate::bundle::VerifiedBundle,
     progress: &mut Progress,
 ) {
-    let links = network::links(Path::new("/sys/class/net"));
+    let links = network::links(host, Path::new("/sys/class/net"));
     match network::bring_up(runner, &node.interfaces, &links) {
         Ok(said) => {
             for line in said {

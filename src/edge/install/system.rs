@@ -4,7 +4,7 @@
 
 use super::progress::Progress;
 use super::{TARGET, disk, path_str};
-use crate::host::{Cmd, Runner};
+use crate::host::{Cmd, Files, Runner};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -131,18 +131,13 @@ fn wait_for(parts: &[&PathBuf]) -> Result<()> {
 
 /// `/vmlinuz` and `/initrd.img` when the kernel package keeps those links
 /// (they follow kernel updates), else the newest kernel in /boot.
-pub(super) fn kernel_paths(root: &Path) -> Result<(String, String)> {
-    if root.join("vmlinuz").exists() && root.join("initrd.img").exists() {
+pub(super) fn kernel_paths(target: &Files) -> Result<(String, String)> {
+    if target.exists("/vmlinuz")? && target.exists("/initrd.img")? {
         return Ok(("/vmlinuz".into(), "/initrd.img".into()));
     }
-    let mut kernels: Vec<String> = std::fs::read_dir(root.join("boot"))?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("vmlinuz-"))
-        .collect();
-    kernels.sort();
-    let k = kernels
-        .pop()
+    let kernels = target.list("/boot")?;
+    let k = (kernels.iter().rev())
+        .find(|n| n.starts_with("vmlinuz-"))
         .context("the copied OS has no kernel in /boot")?;
     let version = k.trim_start_matches("vmlinuz-");
     Ok((format!("/boot/{k}"), format!("/boot/initrd.img-{version}")))
