@@ -22,7 +22,13 @@ pub(super) fn preflight(
         (None, Role::Edge) => Params::default(),
     };
     let ignore = crate::preflight::parse_ignore(&args.ignore_preflight_errors)?;
-    let report = crate::preflight::run(recipes, role, std::path::Path::new("/"), &params, &ignore)?;
+    let report = crate::preflight::run(
+        recipes,
+        role,
+        &crate::host::Files::new("/", false),
+        &params,
+        &ignore,
+    )?;
     match args.output {
         OutputFormat::Text => println!("{report}"),
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),

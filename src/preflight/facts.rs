@@ -1,16 +1,17 @@
 //! What preflight knows about the host: [`Facts`], read once by [`gather`]
-//! and then judged by the pure checks. Files are read under a root folder
-//! (`/` on a real host) so tests can point gathering at a prepared tree.
+//! and then judged by the pure checks. Files are read through [`Files`]
+//! (rooted at `/` on a real host) so tests can point gathering at a
+//! prepared tree.
 //!
 //! Gathering never fails. A fact that cannot be read is a
 //! [`Fact::Unknown`] that says why, and the check that needs it reports
 //! that instead of guessing.
 
 use super::sources::{self, HostsLine, Listener, OsRelease};
+use crate::host::Files;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
-use std::fs;
 use std::net::{IpAddr, ToSocketAddrs, UdpSocket};
 use std::path::Path;
 
@@ -110,16 +111,16 @@ pub struct Facts {
     pub listeners: Fact<Vec<Listener>>,
 }
 
-/// Read the facts of the system under `root`. Name resolution and the
+/// Read the facts of the system `files` are of. Name resolution and the
 /// default route are properties of the running system, not of files, so
-/// they are only asked of the live system (`root` is `/`); under another
+/// they are only asked of the live system (the root is `/`); under another
 /// root the name is resolved through that root's `/etc/hosts` alone.
-pub fn gather(root: &Path) -> Facts {
-    let live = root == Path::new("/");
-    let at = |p: &str| root.join(p);
-    let cpuinfo = read(&at("proc/cpuinfo")).map(|t| sources::parse_cpuinfo(&t));
-    let hostname = Fact::from_result(read_hostname(root));
-    let hosts_text = read(&at("etc/hosts")).unwrap_or_default();
+pub fn gather(files: &Files) -> Facts {
+    let live = files.root() == Path::new("/");
+    let read = |p: &str| read(files, p);
+    let cpuinfo = read("/proc/cpuinfo").map(|t| sources::parse_cpuinfo(&t));
+    let hostname = Fact::from_result(read_hostname(files));
+    let hosts_text = read("/etc/hosts").unwrap_or_default();
     let hosts_lines = match &hostname {
         Fact::Known(name) => sources::hosts_lines_naming(&hosts_text, name),
         Fact::Unknown { .. } => Vec::new(),
@@ -134,21 +135,23 @@ pub fn gather(root: &Path) -> Facts {
     };
     Facts {
         euid: nix::unistd::geteuid().as_raw(),
-        os: Fact::from_result(read(&at("etc/os-release")).map(|t| sources::parse_os_release(&t))),
-        pid1: Fact::from_result(read(&at("proc/1/comm")).map(|t| t.trim().to_string())),
-        systemd_booted: at("run/systemd/system").is_dir(),
+        os: Fact::from_result(read("/etc/os-release").map(|t| sources::parse_os_release(&t))),
+        pid1: Fact::from_result(read("/proc/1/comm").map(|t| t.trim().to_string())),
+        systemd_booted: files.is_dir("/run/systemd/system").unwrap_or(false),
         cpus: Fact::from_result(cpuinfo.as_ref().map(|c| c.processors).map_err(clone_err)),
-        memory_bytes: Fact::from_result(read(&at("proc/meminfo")).and_then(|t| {
+        memory_bytes: Fact::from_result(read("/proc/meminfo").and_then(|t| {
             sources::parse_meminfo_total(&t).context("/proc/meminfo has no MemTotal line")
         })),
-        var_free_bytes: Fact::from_result(crate::host::space::free_bytes(&at("var"))),
+        var_free_bytes: Fact::from_result(
+            (files.host_path("/var")).and_then(|var| crate::host::space::free_bytes(&var)),
+        ),
         cpu_virt_flag: Fact::from_result(
             cpuinfo
                 .as_ref()
                 .map(|c| c.virt_flag.map(str::to_string))
                 .map_err(clone_err),
         ),
-        kvm_device: kvm_device(&at("dev/kvm")),
+        kvm_device: kvm_device(files),
         hostname,
         hostname_resolution,
         hosts_lines,
@@ -157,21 +160,24 @@ pub fn gather(root: &Path) -> Facts {
         } else {
             Fact::unknown("only measured on the live system")
         },
-        listeners: Fact::from_result(listeners(root)),
+        listeners: Fact::from_result(listeners(files)),
     }
 }
 
-fn read(path: &Path) -> Result<String> {
-    fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+fn read(files: &Files, path: &str) -> Result<String> {
+    (files
+        .read_string(path)
+        .and_then(|t| t.context("No such file or directory")))
+    .with_context(|| format!("reading {path}"))
 }
 
 fn clone_err(e: &anyhow::Error) -> anyhow::Error {
     anyhow::anyhow!("{e:#}")
 }
 
-fn read_hostname(root: &Path) -> Result<String> {
-    let name = read(&root.join("proc/sys/kernel/hostname"))
-        .or_else(|_| read(&root.join("etc/hostname")))?;
+fn read_hostname(files: &Files) -> Result<String> {
+    let name =
+        read(files, "/proc/sys/kernel/hostname").or_else(|_| read(files, "/etc/hostname"))?;
     let name = name.trim();
     anyhow::ensure!(!name.is_empty(), "the host name is empty");
     Ok(name.to_string())
@@ -226,8 +232,16 @@ fn primary_address() -> Result<IpAddr> {
     Err(e).context("this host has no default route")
 }
 
-fn kvm_device(path: &Path) -> KvmDevice {
-    match fs::OpenOptions::new().read(true).write(true).open(path) {
+fn kvm_device(files: &Files) -> KvmDevice {
+    let Ok(path) = files.host_path("/dev/kvm") else {
+        return KvmDevice::Missing;
+    };
+    // A character device: opening it is the test libvirt's open will pass.
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
         Ok(_) => KvmDevice::Usable,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => KvmDevice::Missing,
         Err(e) => KvmDevice::Unusable(e.to_string()),
@@ -236,14 +250,14 @@ fn kvm_device(path: &Path) -> KvmDevice {
 
 /// Listening sockets of `proc/net/tcp` and `tcp6`, with their processes.
 /// `tcp6` is absent when IPv6 is disabled, which means no IPv6 listeners.
-fn listeners(root: &Path) -> Result<Vec<Listener>> {
-    let mut all = sources::parse_proc_net_tcp(&read(&root.join("proc/net/tcp"))?);
-    let tcp6 = root.join("proc/net/tcp6");
-    if tcp6.exists() {
-        all.extend(sources::parse_proc_net_tcp(&read(&tcp6)?));
+fn listeners(files: &Files) -> Result<Vec<Listener>> {
+    let mut all = sources::parse_proc_net_tcp(&read(files, "/proc/net/tcp")?);
+    let tcp6 = "/proc/net/tcp6";
+    if files.exists(tcp6)? {
+        all.extend(sources::parse_proc_net_tcp(&read(files, tcp6)?));
     }
     let inodes: HashSet<u64> = all.iter().map(|l| l.inode).filter(|&i| i != 0).collect();
-    let owners = socket_owners(&root.join("proc"), &inodes);
+    let owners = socket_owners(files, &inodes);
     for l in &mut all {
         l.process = owners.get(&l.inode).cloned();
     }
@@ -253,27 +267,20 @@ fn listeners(root: &Path) -> Result<Vec<Listener>> {
 /// `name[pid]` of the processes holding the sockets `inodes`, found through
 /// their `/proc/<pid>/fd` links (`socket:[<inode>]`). Best effort: without
 /// root, other users' processes are not readable.
-fn socket_owners(proc: &Path, inodes: &HashSet<u64>) -> HashMap<u64, String> {
+fn socket_owners(files: &Files, inodes: &HashSet<u64>) -> HashMap<u64, String> {
     let mut owners = HashMap::new();
     if inodes.is_empty() {
         return owners;
     }
-    let Ok(entries) = fs::read_dir(proc) else {
+    let Ok(entries) = files.list("/proc") else {
         return owners;
     };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
+    for pid in entries.iter().filter_map(|s| s.parse::<u32>().ok()) {
+        let Ok(fds) = files.list(format!("/proc/{pid}/fd")) else {
             continue;
         };
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let Ok(target) = fs::read_link(fd.path()) else {
+        for fd in fds {
+            let Ok(Some(target)) = files.read_link(format!("/proc/{pid}/fd/{fd}")) else {
                 continue;
             };
             let inode = target
@@ -282,7 +289,8 @@ fn socket_owners(proc: &Path, inodes: &HashSet<u64>) -> HashMap<u64, String> {
                 .and_then(|t| t.strip_suffix(']'))
                 .and_then(|t| t.parse::<u64>().ok());
             if let Some(inode) = inode.filter(|i| inodes.contains(i)) {
-                let comm = fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+                let comm = files.read_string(format!("/proc/{pid}/comm"));
+                let comm = comm.ok().flatten().unwrap_or_default();
                 owners
                     .entry(inode)
                     .or_insert(format!("{}[{pid}]", comm.trim()));
@@ -301,7 +309,7 @@ mod tests {
 
     #[test]
     fn gather_on_this_machine_is_plausible() {
-        let f = gather(Path::new("/"));
+        let f = gather(&Files::new("/", false));
         assert!(*f.cpus.known().unwrap() >= 1);
         assert!(*f.memory_bytes.known().unwrap() > 0);
         assert!(f.var_free_bytes.known().is_some());
@@ -313,7 +321,8 @@ mod tests {
     #[test]
     fn gather_in_a_folder_reads_its_files_and_never_fails() {
         let dir = tempfile::tempdir().unwrap();
-        let empty = gather(dir.path());
+        let files = Files::new(dir.path(), false);
+        let empty = gather(&files);
         assert!(empty.os.known().is_none());
         assert!(empty.cpus.known().is_none());
         assert_eq!(empty.kvm_device, KvmDevice::Missing);
@@ -323,8 +332,8 @@ mod tests {
 
         let w = |p: &str, t: &str| {
             let p = dir.path().join(p);
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, t).unwrap();
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
         };
         w(
             "etc/os-release",
@@ -342,8 +351,8 @@ mod tests {
             "127.0.0.1 localhost\n127.0.1.1 edge1\n192.0.2.7 edge1\n",
         );
         w("proc/net/tcp", include_str!("testdata/proc-net-tcp"));
-        fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
-        let f = gather(dir.path());
+        std::fs::create_dir_all(dir.path().join("run/systemd/system")).unwrap();
+        let f = gather(&files);
         assert_eq!(f.os.known().unwrap().version_id, "12");
         assert_eq!(f.pid1, Fact::Known("systemd".to_string()));
         assert!(f.systemd_booted);

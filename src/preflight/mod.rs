@@ -15,11 +15,11 @@ pub mod sources;
 pub use checks::{CHECK_NAMES, CheckResult, Params, Severity, Status, evaluate};
 pub use facts::{Facts, gather};
 
+use crate::host::Files;
 use crate::recipes::Recipes;
 use anyhow::{Result, bail};
 use serde::Serialize;
 use std::fmt;
-use std::path::Path;
 
 /// The role a host is checked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,19 +58,20 @@ pub struct Report {
     pub ignored: Vec<String>,
 }
 
-/// Check the host under `root` (`/` for this machine) for `role`.
+/// Check the host whose files are `files` (rooted at `/` for this
+/// machine) for `role`.
 /// `ignore` holds `--ignore-preflight-errors` values: check names or
 /// `all`, each possibly a comma-separated list. An unknown name is an
 /// error, before anything is read.
 pub fn run(
     recipes: &Recipes,
     role: Role,
-    root: &Path,
+    files: &Files,
     params: &Params,
     ignore: &[String],
 ) -> Result<Report> {
     let ignored = parse_ignore(ignore)?;
-    Ok(Report::new(recipes, role, gather(root), params, ignored))
+    Ok(Report::new(recipes, role, gather(files), params, ignored))
 }
 
 impl Report {

@@ -38,7 +38,7 @@ impl Step for Preflight {
         let report = crate::preflight::run(
             &self.recipes,
             crate::preflight::Role::Standalone,
-            ctx.host.files.root(),
+            &ctx.host.files,
             &self.params,
             &ignore,
         )?;

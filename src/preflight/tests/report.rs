@@ -24,7 +24,7 @@ fn ignore_list_is_validated() {
         run(
             crate::recipes::for_tests(),
             Role::Edge,
-            Path::new("/nonexistent"),
+            &crate::host::Files::new("/nonexistent", false),
             &Params::default(),
             &v(&["nope"])
         )
@@ -137,7 +137,8 @@ fn text_and_json_output() {
         good.to_string().lines().last().unwrap(),
         "edge preflight: 9 passed, 0 warnings, 0 errors, 0 ignored"
     );
-    let mut f = crate::preflight::facts::gather(Path::new("/nonexistent-root"));
+    let mut f =
+        crate::preflight::facts::gather(&crate::host::Files::new("/nonexistent-root", false));
     f.hosts_lines = vec![HostsLine {
         address: ip("127.0.1.1"),
         text: "127.0.1.1 x".into(),

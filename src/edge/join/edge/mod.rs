@@ -99,7 +99,7 @@ pub fn preflight(
     let report = crate::preflight::run(
         recipes,
         crate::preflight::Role::Edge,
-        host.files.root(),
+        &host.files,
         &Default::default(),
         &ignore,
     )?;
