@@ -4,7 +4,7 @@
 //! `backup.schedule` it does nothing.
 
 use super::create::{Options, Report, backup};
-use crate::host::{FileSpec, Host};
+use crate::host::{FileSpec, Files, Host};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -43,27 +43,24 @@ pub fn run(recipes: &crate::recipes::Recipes, host: &Host) -> Result<Option<Sche
             with_images: config.with_images,
         },
     )?;
-    let pruned = prune(&host.files.host_path(&dir)?, config.keep as usize)?;
+    let pruned = prune(&host.files, &dir, config.keep as usize)?;
     Ok(Some(Scheduled { report, pruned }))
 }
 
 /// Delete all but the `keep` newest scheduled backups in `dir` (other
 /// files are left alone).
-fn prune(dir: &std::path::Path, keep: usize) -> Result<Vec<PathBuf>> {
-    let mut ours: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("listing {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
-        })
+fn prune(files: &Files, dir: &str, keep: usize) -> Result<Vec<PathBuf>> {
+    let ours: Vec<String> = (files.list(dir)?.into_iter())
+        .filter(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
         .collect();
-    ours.sort();
     let old = ours.len().saturating_sub(keep);
-    let pruned: Vec<PathBuf> = ours.into_iter().take(old).collect();
-    for p in &pruned {
-        std::fs::remove_file(p).with_context(|| format!("deleting {}", p.display()))?;
+    let mut pruned = Vec::new();
+    for name in ours.into_iter().take(old) {
+        let path = format!("{}/{name}", dir.trim_end_matches('/'));
+        files
+            .remove(&path)
+            .with_context(|| format!("deleting {path}"))?;
+        pruned.push(files.host_path(&path)?);
     }
     Ok(pruned)
 }
@@ -81,7 +78,7 @@ mod tests {
             }
         }
         std::fs::write(dir.path().join("by-hand.tar.gz"), "x").unwrap();
-        let pruned = prune(dir.path(), 3).unwrap();
+        let pruned = prune(&Files::new(dir.path(), false), "/", 3).unwrap();
         let names: Vec<String> = pruned
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

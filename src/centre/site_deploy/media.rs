@@ -41,7 +41,7 @@ pub fn prepare(
     files.ensure_dir(&dir, &FileSpec::private_dir())?;
     let host_dir = files.host_path(&dir)?;
     let hostname = node.hostname.as_str();
-    remove_for(&host_dir, hostname)?;
+    remove_for(files, &dir, hostname)?;
     // The node config goes through a private file: embed reads files, as
     // `dcn image embed` does, and checks them the same way.
     let yaml = serde_yaml::to_string(node).context("writing the node config")?;
@@ -67,14 +67,14 @@ pub fn prepare(
     })
 }
 
-/// Remove `hostname`'s ISOs (once it is placed, or before a new one).
-pub fn remove_for(host_dir: &Path, hostname: &str) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(host_dir) else {
+/// Remove `hostname`'s ISOs from the media directory `dir` (once it is
+/// placed, or before a new one).
+pub fn remove_for(files: &Files, dir: &str, hostname: &str) -> Result<()> {
+    let Ok(names) = files.list(dir) else {
         return Ok(());
     };
     let prefix = format!("{hostname}-");
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
+    for name in names {
         // `<host>-<16 alphanumerics>.iso`: a host whose name extends this
         // one's (`n1-a` for `n1`) has a longer middle part.
         let ours = name
@@ -82,8 +82,7 @@ pub fn remove_for(host_dir: &Path, hostname: &str) -> Result<()> {
             .and_then(|rest| rest.strip_suffix(".iso"))
             .is_some_and(|mid| mid.len() == 16 && mid.bytes().all(|b| b.is_ascii_alphanumeric()));
         if ours {
-            std::fs::remove_file(e.path())
-                .with_context(|| format!("removing {}", e.path().display()))?;
+            files.remove(format!("{dir}/{name}"))?;
         }
     }
     Ok(())
@@ -148,7 +147,7 @@ mod tests {
         ] {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
-        remove_for(dir.path(), "n1").unwrap();
+        remove_for(&Files::new(dir.path(), false), "/", "n1").unwrap();
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

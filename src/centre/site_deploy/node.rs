@@ -252,11 +252,8 @@ fn from_iso(
 
 /// The node is placed: its ISO (which holds a token) is no longer needed.
 fn placed(ctx: &Run, node: &NodeTarget) -> Result<Outcome, Failure> {
-    let dir = ctx
-        .files
-        .host_path(super::media::media_dir(ctx.site))
-        .map_err(at("placed"))?;
-    super::media::remove_for(&dir, node.hostname()).map_err(at("placed"))?;
+    let dir = super::media::media_dir(ctx.site);
+    super::media::remove_for(ctx.files, &dir, node.hostname()).map_err(at("placed"))?;
     Ok(Outcome::Placed)
 }
 

@@ -165,16 +165,12 @@ impl<'a> Registry<'a> {
     }
 
     fn list<T: DeserializeOwned>(&self, dir: &str) -> Result<Vec<T>> {
-        let hp = self.files.host_path(dir)?;
-        let Ok(entries) = std::fs::read_dir(&hp) else {
+        let Ok(names) = self.files.list(dir) else {
             return Ok(Vec::new());
         };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+        let names: Vec<String> = (names.into_iter())
             .filter(|n| n.ends_with(".json"))
             .collect();
-        names.sort();
         names
             .iter()
             .filter_map(|n| self.load(&format!("{dir}/{n}")).transpose())
