@@ -3,6 +3,7 @@
 
 use super::reader::{ReadOptions, read_bundle};
 use super::{BundleContents, CA_CERT, MANIFEST, SIGNATURE, TOKEN};
+use crate::host::{FileSpec, Files};
 use crate::pki::CertificateAuthority;
 use crate::types::endpoints::Sha256Digest;
 use anyhow::{Context, Result, anyhow, bail};
@@ -11,7 +12,6 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -119,6 +119,8 @@ fn whole_seconds(t: SystemTime) -> SystemTime {
 /// others), synced, then renamed over `path`. A symbolic link at `path` is
 /// refused rather than followed.
 pub fn save_bundle(path: &Path, bytes: &[u8]) -> Result<()> {
+    // What is at `path` itself (a link not followed), which Files does
+    // not tell.
     match fs::symlink_metadata(path) {
         Ok(md) if md.file_type().is_symlink() => bail!(
             "refusing to write the bundle to {}: it is a symbolic link, and a bundle is a secret that must not go wherever a link points; remove the link or choose another path",
@@ -136,22 +138,13 @@ pub fn save_bundle(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".dcn-bundle-")
-        .permissions(fs::Permissions::from_mode(BUNDLE_MODE))
-        .tempfile_in(parent)
-        .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
-    // A umask can only have narrowed the mode; make it exactly 0600.
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(BUNDLE_MODE))
-        .with_context(|| format!("setting the mode of {}", tmp.path().display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("renaming the bundle into place at {}", path.display()))?;
-    fs::File::open(parent)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("syncing {}", parent.display()))?;
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no file", path.display()))?;
+    // The operator's folder as a tree of its own, so a relative path works:
+    // a temporary file created 0600, synced, renamed into place.
+    let spec = FileSpec::secret().mode(BUNDLE_MODE);
+    (Files::new(parent, false).write(Path::new("/").join(name), bytes, &spec))
+        .with_context(|| format!("writing the bundle to {}", path.display()))?;
     Ok(())
 }

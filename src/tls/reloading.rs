@@ -25,6 +25,8 @@ struct Loaded {
     key: Arc<CertifiedKey>,
 }
 
+/// When `p` last changed: Files gives no file times, and a reload is
+/// decided by this alone.
 fn stamp(p: &Path) -> Option<SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }

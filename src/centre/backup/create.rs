@@ -10,7 +10,7 @@ use super::{STATE_PART, state_excluded};
 use crate::certs::authority::Authorities;
 use crate::deployment::Deployment;
 use crate::host::lock::FileLock;
-use crate::host::{Cmd, Host};
+use crate::host::{Cmd, Files, Host};
 use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -131,7 +131,7 @@ pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> 
                 )?;
                 let member = format!("dumps/{}", b.name);
                 let info = writer.add_file(&member, &file)?;
-                std::fs::remove_file(&file)?;
+                Files::new(staging.path(), false).remove(format!("/{}", b.name))?;
                 manifest.dumps.push(DumpEntry {
                     part: b.name.clone(),
                     service: service.service.clone(),
@@ -210,6 +210,8 @@ fn add_tree(
     use std::os::unix::fs::MetadataExt;
     let root = host.files.root();
     let hp = host.files.host_path(path)?;
+    // The entry itself, not followed, with its owner and type, which
+    // Files does not tell.
     let meta = match std::fs::symlink_metadata(&hp) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -232,11 +234,7 @@ fn add_tree(
             group,
             part: part.to_string(),
         });
-        let mut names: Vec<_> = std::fs::read_dir(&hp)
-            .with_context(|| format!("listing {path}"))?
-            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-            .collect();
-        names.sort();
+        let names = (host.files.list(path)).with_context(|| format!("listing {path}"))?;
         let mut bytes = 0;
         for n in names {
             bytes += add_tree(

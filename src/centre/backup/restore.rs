@@ -124,15 +124,8 @@ pub fn restore(
     let started = Instant::now();
     let files = &host.files;
     let staging = files.host_path(STAGING)?;
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("removing {}", staging.display()))?;
-    }
-    std::fs::create_dir_all(&staging)?;
-    std::fs::set_permissions(
-        &staging,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )?;
+    files.remove_all(STAGING)?;
+    files.ensure_dir(STAGING, &FileSpec::private_dir())?;
     let result = (|| {
         let verified = check(recipes, host, identity, opts, Some(&staging))?;
         let mut report = Report {
@@ -148,7 +141,7 @@ pub fn restore(
             report.address,
             report.backup_created_at
         );
-        put_files(host, &verified, &staging, |part| part == STATE_PART)?;
+        put_files(host, &verified, |part| part == STATE_PART)?;
         let config = crate::deployment::saved_config(files)?;
 
         let t = Instant::now();
@@ -167,7 +160,7 @@ pub fn restore(
         // began before (on empty databases) is over, and must never empty
         // them again.
         files.remove_all(crate::paths::SCHEMA_SYNCS_DIR)?;
-        put_files(host, &verified, &staging, |part| part != STATE_PART)?;
+        put_files(host, &verified, |part| part != STATE_PART)?;
         report.load_seconds = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
@@ -182,7 +175,7 @@ pub fn restore(
         report.total_seconds = started.elapsed().as_secs_f64();
         Ok(report)
     })();
-    let _ = std::fs::remove_dir_all(&staging);
+    let _ = files.remove_all(STAGING);
     result
 }
 
@@ -206,14 +199,9 @@ fn run_init(
     Ok(())
 }
 
-/// Write the backup's files of the parts `which` takes, with their modes
-/// and owners, their directories first.
-fn put_files(
-    host: &Host,
-    v: &Verified,
-    staging: &Path,
-    which: impl Fn(&str) -> bool,
-) -> Result<()> {
+/// Write the backup's files of the parts `which` takes (unpacked in
+/// [`STAGING`]), with their modes and owners, their directories first.
+fn put_files(host: &Host, v: &Verified, which: impl Fn(&str) -> bool) -> Result<()> {
     let files = &host.files;
     for d in v.manifest.dirs.iter().filter(|d| which(&d.part)) {
         let spec = FileSpec::public_dir()
@@ -222,10 +210,9 @@ fn put_files(
         files.ensure_dir(&d.path, &spec)?;
     }
     for f in v.manifest.files.iter().filter(|f| which(&f.part)) {
-        let src = staging.join(&f.member);
-        let bytes = std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
         let spec = FileSpec::secret().mode(f.mode).owner(&f.owner, &f.group);
-        files.write(&f.path, &bytes, &spec)?;
+        // Streamed: with images, a file is as large as a disk image.
+        files.copy(format!("{STAGING}/{}", f.member), &f.path, &spec)?;
     }
     Ok(())
 }

@@ -317,6 +317,8 @@ fn read_small(entry: &mut impl Read, size: u64, shown: &str) -> Result<Vec<u8>, 
     Ok(out)
 }
 
+/// A new file for a member, streamed into from the archive: created new
+/// (nothing planted under its name is followed) and private.
 fn create_member_file(dir: &Path, name: &str) -> Result<std::fs::File, BackupError> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(name);

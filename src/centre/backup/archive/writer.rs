@@ -93,8 +93,10 @@ impl Writer {
     /// Add the file at `path` as `name`.
     pub fn add_file(&mut self, name: &str, path: &Path) -> anyhow::Result<MemberInfo> {
         use anyhow::Context;
-        let file =
-            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        // Streamed, whatever its size; a FIFO or a device is refused.
+        let spec = crate::host::read::ReadSpec::up_to(u64::MAX);
+        let file = crate::host::read::open(path, &spec)
+            .with_context(|| format!("reading {}", path.display()))?;
         let size = file.metadata()?.len();
         self.add(name, size, file)
     }
@@ -130,6 +132,8 @@ impl Writer {
         tmp.persist(&self.path)
             .map_err(|e| e.error)
             .with_context(|| format!("moving the archive to {}", self.path.display()))?;
+        // The archive's entry on the disk too; its directory is the
+        // operator's, relative perhaps, not a system path.
         if let Some(dir) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::File::open(dir)?.sync_all()?;
         }
