@@ -23,6 +23,8 @@ impl<'a> Mounts<'a> {
 
     /// `mount ARGS... TARGET`, creating TARGET first.
     pub fn mount(&mut self, what: &str, args: &[&str], target: &Path) -> Result<()> {
+        // A mount point is any host path (under a relative --cache, a
+        // relative one), not a path of a Files tree; mount says if it fails.
         std::fs::create_dir_all(target).ok();
         self.runner.run(
             &Cmd::new(format!("mounting {what} on {}", target.display()), "mount")
