@@ -8,6 +8,7 @@ use super::{Change, Files, sync_dir};
 use crate::host::files::FileSpec;
 use anyhow::{Context, Result};
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 impl Files {
