@@ -12,7 +12,11 @@
 //!   plane (messaging URL, southbound remote, users), on the control plane
 //!   and over the WAN.
 //! - [`southbound`]: the OVN southbound as [`southbound::Southbound`]:
-//!   chassis that answer, cutting a chassis off, the options neutron reads.
+//!   chassis that answer, cutting a chassis off, the options neutron reads;
+//!   and who may write to it from across the WAN
+//!   ([`southbound::admission`]: each node's certificate, the CAs trusted).
+//! - [`compute_cloud`] and [`southbound()`] hand out the two traits' one
+//!   implementation each.
 //! - [`messaging`] and [`database`]: a node's RabbitMQ and MariaDB users;
 //!   [`mariadb`]: the `mysql` commands (queries, scripts on stdin, the SQL
 //!   of a user and its grants) the control plane's own databases are made
