@@ -11,7 +11,7 @@
 //! - [`compute_link`]: how a host's compute services reach the control
 //!   plane (messaging URL, southbound remote, users), on the control plane
 //!   and over the WAN.
-//! - [`southbound`]: the OVN southbound as [`southbound::Southbound`]:
+//! - [`mod@southbound`]: the OVN southbound as [`southbound::Southbound`]:
 //!   chassis that answer, cutting a chassis off, the options neutron reads;
 //!   and who may write to it from across the WAN
 //!   ([`southbound::admission`]: each node's certificate, the CAs trusted).

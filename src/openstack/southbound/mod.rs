@@ -1,7 +1,7 @@
 //! The OVN southbound database on the control plane, through `ovn-sbctl`,
 //! `ovn-nbctl` and `ovn-appctl`: rows as JSON, which chassis answer a ping,
 //! cutting chassis off, and the one write dcn makes to chassis rows (see
-//! [`mirror_chassis_options`]). [`Southbound`] is what the rest of dcn
+//! `mirror_chassis_options`). [`Southbound`] is what the rest of dcn
 //! uses; [`admission`] says who may write to it from across the WAN.
 
 pub mod admission;
