@@ -86,9 +86,7 @@ pub fn reset(host: &Host, recipes: &Recipes, purge: bool) -> Result<ResetReport>
         }
     }
     // /etc/dcn itself only when nothing of the operator's is left in it.
-    if let Ok(dir) = host.files.host_path(crate::paths::ETC_DIR)
-        && std::fs::remove_dir(&dir).is_ok()
-    {
+    if (host.files.remove_dir(crate::paths::ETC_DIR)).is_ok_and(|c| c.changed()) {
         report.paths.push(crate::paths::ETC_DIR.into());
     }
     tracing::debug!("removed {DEPLOYMENT_FILE} with the state directory");

@@ -72,12 +72,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man(args) => {
-            std::fs::create_dir_all(&args.out_dir)
-                .with_context(|| format!("creating {}", args.out_dir.display()))?;
+            // The operator's folder, as given (it may be relative), is
+            // the root the pages are written under.
+            let out = crate::host::Files::new(&args.out_dir, false);
             for (name, text) in man::pages() {
-                let path = args.out_dir.join(&name);
-                std::fs::write(&path, text)
-                    .with_context(|| format!("writing {}", path.display()))?;
+                out.write(
+                    format!("/{name}"),
+                    &text,
+                    &crate::host::FileSpec::public(),
+                )
+                .with_context(|| format!("writing {}", args.out_dir.join(&name).display()))?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -187,20 +187,9 @@ impl<'a> ProgressStore<'a> {
     /// Every record, by host name. A damaged one is skipped with a warning
     /// rather than hiding all the others.
     pub fn all(&self) -> Result<Vec<ProgressRecord>> {
-        let dir = self.files.host_path(DIR)?;
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return Ok(Vec::new());
-        };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".json"))
-                    .map(String::from)
-            })
+        let names: Vec<String> = (self.files.list(DIR)?.iter())
+            .filter_map(|n| n.strip_suffix(".json").map(String::from))
             .collect();
-        names.sort();
         Ok(names
             .iter()
             .filter_map(|n| {

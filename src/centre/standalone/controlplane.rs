@@ -61,6 +61,8 @@ pub struct InstallBinary;
 impl InstallBinary {
     fn contents() -> Result<Vec<u8>> {
         let exe = std::env::current_exe().context("finding the running dcn binary")?;
+        // This machine's file, wherever the system being configured is
+        // rooted: not one of that system's files.
         std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))
     }
 

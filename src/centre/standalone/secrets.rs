@@ -61,12 +61,9 @@ impl Step for StateDirs {
         format!("create {STATE_DIR} and its private directories (0700)")
     }
     fn is_done(&self, ctx: &Context) -> Result<bool> {
-        use std::os::unix::fs::PermissionsExt;
         for d in PRIVATE_DIRS {
-            let p = ctx.host.files.host_path(d)?;
-            match std::fs::metadata(&p) {
-                Ok(m) if m.is_dir() && m.permissions().mode() & 0o7777 == 0o700 => {}
-                _ => return Ok(false),
+            if !ctx.host.files.dir_matches(d, &FileSpec::private_dir())? {
+                return Ok(false);
             }
         }
         Ok(true)
