@@ -200,32 +200,36 @@ impl Client {
 
     /// GET a resource. Its strings are cleaned: no password, no control
     /// characters.
-    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<Fetched<T>> {
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<Fetched<T>, SendError> {
         let reply = self.send(&Request::new(Method::GET, path))?;
-        let mut value: Value = serde_json::from_str(&reply.body)
-            .with_context(|| format!("GET {path}: the BMC's answer is not JSON"))?;
-        self.redactor.clean_value(&mut value);
-        let etag = reply
-            .etag
-            .map(|t| self.redactor.clean(&t))
-            .or_else(|| value["@odata.etag"].as_str().map(str::to_string));
-        let value = serde_path_to_error::deserialize(value)
-            .with_context(|| format!("GET {path}: unexpected contents"))?;
-        Ok(Fetched { value, etag })
+        let read = || -> Result<Fetched<T>> {
+            let mut value: Value = serde_json::from_str(&reply.body)
+                .with_context(|| format!("GET {path}: the BMC's answer is not JSON"))?;
+            self.redactor.clean_value(&mut value);
+            let etag = reply
+                .etag
+                .as_ref()
+                .map(|t| self.redactor.clean(t))
+                .or_else(|| value["@odata.etag"].as_str().map(str::to_string));
+            let value = serde_path_to_error::deserialize(value)
+                .with_context(|| format!("GET {path}: unexpected contents"))?;
+            Ok(Fetched { value, etag })
+        };
+        read().map_err(SendError::Other)
     }
 
     /// Send a request: retried as [`Request::retry_on`] says, all of it
-    /// by one deadline (its time limit, or the stretch's), a 4xx/5xx answer as a
-    /// [`RedfishError`] (a 401 with what to check). The body of a
+    /// by one deadline (its time limit, or the stretch's), a 4xx/5xx answer as
+    /// [`SendError::Answered`] (a 401 as [`SendError::Login`]). The body of a
     /// successful answer is returned as the BMC sent it (at most
     /// [`transport::MAX_BODY`]): clean what is shown of it.
-    pub fn send(&self, req: &Request) -> Result<Reply> {
-        let url = self.url(req.path)?;
+    pub fn send(&self, req: &Request) -> Result<Reply, SendError> {
+        let url = self.url(req.path).map_err(SendError::Other)?;
         let limit = self.limit(req);
         let mut attempt = 1;
         loop {
             if limit.deadline.passed() {
-                return Err(anyhow!(self.no_time_left(&limit, req)));
+                return Err(SendError::Other(anyhow!(self.no_time_left(&limit, req))));
             }
             let outcome = self.send_once(req, &url, &limit.deadline);
             let why_retry = match &outcome {
@@ -261,20 +265,27 @@ impl Client {
             }
             let (status, etag, body) = match outcome {
                 Ok(ok) => ok,
-                Err(e) => return Err(self.transport_error(e, req, attempt, &limit)),
+                Err(e) => {
+                    return Err(SendError::Other(
+                        self.transport_error(e, req, attempt, &limit),
+                    ));
+                }
             };
             if status < 400 {
                 return Ok(Reply { status, etag, body });
             }
-            let err = RedfishError::from_body(req.method.as_str(), req.path, status, &body)
+            let answer = RedfishError::from_body(req.method.as_str(), req.path, status, &body)
                 .cleaned(&self.redactor);
             if status == 401 {
-                return Err(anyhow::Error::new(err).context(format!(
-                    "the BMC at {} refused the user name or password of {:?}: check {}",
-                    self.base, self.username, self.credentials_from
-                )));
+                return Err(SendError::Login {
+                    check: format!(
+                        "the BMC at {} refused the user name or password of {:?}: check {}",
+                        self.base, self.username, self.credentials_from
+                    ),
+                    answer: Box::new(answer),
+                });
             }
-            return Err(err.into());
+            return Err(SendError::Answered(Box::new(answer)));
         }
     }
 
@@ -364,6 +375,61 @@ impl Client {
             );
         }
         Ok(url)
+    }
+}
+
+/// Why a request got no successful answer. The vendor workarounds look at
+/// what the BMC answered ([`SendError::answer`]); everything else they pass
+/// on, so it is one case.
+#[derive(Debug)]
+pub enum SendError {
+    /// The BMC answered 4xx or 5xx.
+    Answered(Box<RedfishError>),
+    /// The BMC refused the credentials (401); `check` says what to check.
+    Login {
+        check: String,
+        answer: Box<RedfishError>,
+    },
+    /// No answer to look at: no connection, TLS refused, out of time, too
+    /// large, a link elsewhere, or an answer that is not what was asked.
+    Other(anyhow::Error),
+}
+
+impl SendError {
+    /// What the BMC answered, when it answered with an error status.
+    pub fn answer(&self) -> Option<&RedfishError> {
+        match self {
+            SendError::Answered(a) | SendError::Login { answer: a, .. } => Some(a),
+            SendError::Other(_) => None,
+        }
+    }
+
+    /// Whether the BMC answered with `status`.
+    pub fn is_status(&self, status: u16) -> bool {
+        self.answer().is_some_and(|a| a.status == status)
+    }
+}
+
+// Written out rather than derived so that `{:#}` and the error chain read
+// as they did when these were plain `anyhow` errors.
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Answered(a) => a.fmt(f),
+            SendError::Login { check, answer } if f.alternate() => write!(f, "{check}: {answer}"),
+            SendError::Login { check, .. } => f.write_str(check),
+            SendError::Other(e) => std::fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl std::error::Error for SendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SendError::Answered(_) => None,
+            SendError::Login { answer, .. } => Some(answer.as_ref()),
+            SendError::Other(e) => e.source(),
+        }
     }
 }
 

@@ -17,6 +17,17 @@ pub const MAX_PAGES: usize = 32;
 
 /// Every member of the collection at `path`.
 pub fn members(client: &Client, path: &str) -> Result<Vec<Link>> {
+    // With `missing_ok` false a 404 is an error, so there is always a list.
+    read(client, path, false).map(Option::unwrap_or_default)
+}
+
+/// Every member of the collection at `path`, or `None` when the BMC
+/// answers 404 to one of its pages: for links that may lead nowhere.
+pub fn members_if_found(client: &Client, path: &str) -> Result<Option<Vec<Link>>> {
+    read(client, path, true)
+}
+
+fn read(client: &Client, path: &str, missing_ok: bool) -> Result<Option<Vec<Link>>> {
     let mut all: Vec<Link> = Vec::new();
     let mut pages: Vec<String> = Vec::new();
     let mut next = Some(path.to_string());
@@ -31,14 +42,19 @@ pub fn members(client: &Client, path: &str) -> Result<Vec<Link>> {
                 "the BMC's collection {path} has more than {MAX_PAGES} pages; dcn reads at most that many. Point --bmc at a BMC that manages fewer resources"
             );
         }
-        let coll = client.get::<Collection>(&page).with_context(|| {
-            if page == path {
-                format!("reading the collection {path}")
-            } else {
-                format!("reading the collection {path} (page {page})")
+        let coll = match client.get::<Collection>(&page) {
+            Ok(c) => c.value,
+            Err(e) if missing_ok && e.is_status(404) => return Ok(None),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    if page == path {
+                        format!("reading the collection {path}")
+                    } else {
+                        format!("reading the collection {path} (page {page})")
+                    }
+                });
             }
-        })?;
-        let coll = coll.value;
+        };
         if all.len() + coll.members.len() > MAX_MEMBERS {
             bail!(
                 "the BMC's collection {path} lists more than {MAX_MEMBERS} members; dcn reads at most that many. Point --bmc at a BMC that manages fewer resources"
@@ -48,5 +64,5 @@ pub fn members(client: &Client, path: &str) -> Result<Vec<Link>> {
         pages.push(page);
         next = coll.next_link.filter(|l| !l.is_empty());
     }
-    Ok(all)
+    Ok(Some(all))
 }

@@ -5,7 +5,6 @@
 
 use super::client::{Client, Fetched};
 use super::collection;
-use super::error::RedfishError;
 use super::model::{ComputerSystem, Manager, ServiceRoot, VirtualMedia};
 use crate::terminal_text::{Column, Table, cut};
 use anyhow::{Context, Result, bail};
@@ -174,7 +173,7 @@ pub fn virtual_media(client: &Client, system: &System) -> Result<Vec<Slot>> {
     if managers.is_empty() {
         let root = client.get::<ServiceRoot>(SERVICE_ROOT)?.value;
         if let Some(m) = root.managers {
-            managers = optional(collection::members(client, &m.odata_id))?
+            managers = collection::members_if_found(client, &m.odata_id)?
                 .map(|c| c.into_iter().map(|m| m.odata_id).collect())
                 .unwrap_or_default();
         }
@@ -187,8 +186,11 @@ pub fn virtual_media(client: &Client, system: &System) -> Result<Vec<Slot>> {
         );
     }
     for m in &managers {
-        let manager =
-            optional(client.get::<Manager>(m)).with_context(|| format!("reading manager {m}"))?;
+        let manager = match client.get::<Manager>(m) {
+            Ok(found) => Some(found),
+            Err(e) if e.is_status(404) => None,
+            Err(e) => return Err(e).with_context(|| format!("reading manager {m}")),
+        };
         if let Some(l) = manager.and_then(|m| m.value.virtual_media) {
             collections.push(l.odata_id);
         }
@@ -201,7 +203,7 @@ pub fn virtual_media(client: &Client, system: &System) -> Result<Vec<Slot>> {
             continue;
         }
         seen.push(c.clone());
-        let Some(members) = optional(collection::members(client, &c))
+        let Some(members) = collection::members_if_found(client, &c)
             .with_context(|| format!("listing virtual media {c}"))?
         else {
             tracing::debug!("{c}: linked, but the BMC answers 404");
@@ -253,18 +255,4 @@ pub fn cd_slot(client: &Client, system: &System) -> Result<Slot> {
         "system {} cannot boot an ISO through this BMC: {found}. Some BMCs offer virtual media only with a license or once it is enabled in their settings",
         system.label()
     )
-}
-
-/// `Ok(None)` for a 404, so optional links can be skipped.
-fn optional<T>(r: Result<T>) -> Result<Option<T>> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(e)
-            if e.downcast_ref::<RedfishError>()
-                .is_some_and(|r| r.status == 404) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
 }

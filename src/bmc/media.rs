@@ -3,7 +3,6 @@
 
 use super::client::{Client, Request, RetryOn};
 use super::discover::Slot;
-use super::error::RedfishError;
 use anyhow::{Context, Result, bail};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -53,8 +52,8 @@ pub fn insert(
             Ok(_) => return Ok(()),
             Err(e) => e,
         };
-        let Some(re) = err.downcast_ref::<RedfishError>() else {
-            return Err(err);
+        let Some(re) = err.answer() else {
+            return Err(err.into());
         };
         if re.status < 500
             && payload.flags
@@ -174,7 +173,7 @@ pub fn eject(client: &Client, slot: &Slot) -> Result<()> {
         Err(e) => e,
     };
     let retryable = err
-        .downcast_ref::<RedfishError>()
+        .answer()
         .is_some_and(|re| matches!(re.status, 400 | 409) || re.is_server_error());
     if retryable {
         // Some BMCs (HPE iLO, per OpenStack sushy) fail an eject that has

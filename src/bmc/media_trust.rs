@@ -41,9 +41,7 @@ pub fn trust_media_ca(client: &Client, slot: &Slot, ca_pem: &str) -> Result<Medi
             // one) answers 409 when it holds another: dcn does not replace
             // a CA it did not put there. A concurrent run may have added
             // dcn's meanwhile, which is fine.
-            let conflict = e
-                .downcast_ref::<super::error::RedfishError>()
-                .is_some_and(|re| re.status == 409);
+            let conflict = e.is_status(409);
             let theirs = if conflict {
                 holding(client, slot, &certs.odata_id, &wanted)?
             } else {

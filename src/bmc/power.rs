@@ -1,10 +1,9 @@
 //! The boot source override (PATCH `Boot`) and power (`ComputerSystem.Reset`),
 //! with the vendor workarounds each named where it is applied.
 
-use super::client::{Client, Request};
+use super::client::{Client, Request, SendError};
 use super::deadline::Deadline;
 use super::discover::System;
-use super::error::RedfishError;
 use super::model::ActionInfo;
 use anyhow::{Context, Result, bail};
 use reqwest::Method;
@@ -26,7 +25,7 @@ pub struct Override {
 /// that and `allow_continuous` says so, until it is cleared.
 pub fn boot_from_cd(client: &Client, system: &System, allow_continuous: bool) -> Result<Override> {
     let target = cd_target(system)?;
-    let once = set_override(client, system, &target, "Once");
+    let once = try_override(client, system, &target, "Once");
     let err = match once {
         Ok(()) => {
             return Ok(Override {
@@ -36,9 +35,10 @@ pub fn boot_from_cd(client: &Client, system: &System, allow_continuous: bool) ->
         }
         Err(e) => e,
     };
-    let refuses_once = err.downcast_ref::<RedfishError>().is_some_and(|re| {
+    let refuses_once = err.answer().is_some_and(|re| {
         re.status < 500 && (re.mentions("Once") || re.mentions("BootSourceOverrideEnabled"))
     });
+    let err = override_failed(err, system, &target, "Once");
     if !refuses_once {
         return Err(err);
     }
@@ -101,6 +101,18 @@ pub(super) fn set_override(
     target: &str,
     enabled: &str,
 ) -> Result<()> {
+    try_override(client, system, target, enabled)
+        .map_err(|e| override_failed(e, system, target, enabled))
+}
+
+/// [`set_override`], the BMC's refusal left as it answered, for callers
+/// that look at it.
+fn try_override(
+    client: &Client,
+    system: &System,
+    target: &str,
+    enabled: &str,
+) -> Result<(), SendError> {
     let body = json!({"Boot": {
         "BootSourceOverrideTarget": target,
         "BootSourceOverrideEnabled": enabled,
@@ -117,13 +129,13 @@ pub(super) fn set_override(
             Ok(_) => return Ok(()),
             Err(e) => e,
         };
-        let Some(re) = err.downcast_ref::<RedfishError>() else {
+        let Some(re) = err.answer() else {
             return Err(err);
         };
         if re.status == 412 && !stale_etag_retried {
             // The resource changed since it was read: read its ETag again.
             stale_etag_retried = true;
-            etag = system.reload(client)?.etag;
+            etag = system.reload(client).map_err(SendError::Other)?.etag;
             continue;
         }
         if re.has_message_id("UnableToModifyDuringSystemPOST") && attempt < BUSY_ATTEMPTS {
@@ -137,13 +149,20 @@ pub(super) fn set_override(
             client.pause(delay);
             continue;
         }
-        return Err(err).with_context(|| {
-            format!(
-                "setting the boot override of system {} to {target} ({enabled})",
-                system.label()
-            )
-        });
+        return Err(err);
     }
+}
+
+/// The error of a boot override: what the BMC answered, said with what
+/// was asked of it; anything else as it is.
+fn override_failed(err: SendError, system: &System, target: &str, enabled: &str) -> anyhow::Error {
+    if err.answer().is_none() {
+        return err.into();
+    }
+    anyhow::Error::new(err).context(format!(
+        "setting the boot override of system {} to {target} ({enabled})",
+        system.label()
+    ))
 }
 
 /// What the operator asks of the power.
@@ -224,7 +243,7 @@ pub fn reset(client: &Client, system: &System, power: Power) -> Result<String> {
             Ok(_) => return Ok(reset_type.to_string()),
             Err(e) => e,
         };
-        let conflict = err.downcast_ref::<RedfishError>().is_some_and(|re| {
+        let conflict = err.answer().is_some_and(|re| {
             re.status == 409 && re.has_message_id("ActionParameterValueConflict")
         });
         if conflict && attempt < BUSY_ATTEMPTS {
