@@ -18,8 +18,10 @@ pub mod plan;
 pub mod report;
 pub mod watch;
 
+use crate::config::inventory::SiteInventory;
 use crate::host::Host;
 use crate::recipes::Recipes;
+use crate::types::SiteName;
 use anyhow::{Context, Result, bail};
 use node::{Limits, NodeTarget};
 use plan::Start;
@@ -48,10 +50,45 @@ pub fn run(recipes: &Recipes, host: &Host, opts: &DeployOptions) -> Result<Deplo
         .context("`dcn site deploy` runs on the control plane: run `dcn standalone init` first")?;
     let site = inventory.site.clone();
     let targets = targets(&inventory, &opts.nodes)?;
-    // Before any BMC is touched: no node may take the control plane's
-    // name or another compute host's.
+    check_names(host, &site, &targets, opts)?;
+    let plan = Plan::of(host, &site, &targets)?;
+    let media = if plan.installing > 0 {
+        Media::prepare(recipes, host, &inventory, opts, plan.booting)?
+    } else {
+        Media::default()
+    };
+
+    let empty = PathBuf::new();
+    let ctx = node::Run {
+        files: &host.files,
+        site: site.as_str(),
+        iso: inventory.image.path(),
+        bundle: media.bundle.as_ref().map_or(&empty, |b| &b.path),
+        ca_pin: media.bundle.as_ref().map_or("", |b| b.pin.as_str()),
+        media_url: media.url.as_deref().unwrap_or(""),
+        media_ca: media.ca.as_deref(),
+        limits: opts.limits,
+    };
+    let runs = run_all(recipes, &ctx, &targets, &plan.starts, opts.parallel.max(1));
+    Ok(DeployReport {
+        site: site.to_string(),
+        bundle_exported: media.bundle.as_ref().is_some_and(|b| b.fresh),
+        media_url: media.url,
+        nodes: runs,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Before any BMC is touched: no node may take the control plane's name or
+/// another compute host's.
+fn check_names(
+    host: &Host,
+    site: &SiteName,
+    targets: &[NodeTarget],
+    opts: &DeployOptions,
+) -> Result<()> {
     let cloud = crate::openstack::accounts::ControlPlaneAccounts { host: host.clone() };
-    for t in &targets {
+    for t in targets {
         if let Some(why) = crate::centre::sites::reserved::refusal(
             &host.files,
             &cloud,
@@ -65,34 +102,68 @@ pub fn run(recipes: &Recipes, host: &Host, opts: &DeployOptions) -> Result<Deplo
             );
         }
     }
+    Ok(())
+}
 
-    let mut starts = Vec::new();
-    // Nodes that may still read their ISO: booting now, or in an install
-    // an earlier run started (many BMCs stream the image while it is used).
-    let mut installing = 0;
-    for t in &targets {
-        let seen = watch::seen(&host.files, t.hostname())?;
-        let start = plan::start(&seen);
-        if start == Start::Boot || (start == Start::Follow && !seen.on_disk) {
-            installing += 1;
+/// Where each node starts, from what earlier runs saw of it.
+struct Plan {
+    starts: Vec<Start>,
+    /// Nodes to boot from their ISO.
+    booting: u32,
+    /// Nodes that may still read their ISO: booting now, or in an install
+    /// an earlier run started (many BMCs stream the image while it is used).
+    installing: usize,
+}
+
+impl Plan {
+    fn of(host: &Host, site: &SiteName, targets: &[NodeTarget]) -> Result<Plan> {
+        let mut starts = Vec::new();
+        let mut installing = 0;
+        for t in targets {
+            let seen = watch::seen(&host.files, t.hostname())?;
+            let start = plan::start(&seen);
+            if start == Start::Boot || (start == Start::Follow && !seen.on_disk) {
+                installing += 1;
+            }
+            starts.push(start);
         }
-        starts.push(start);
+        let booting = starts.iter().filter(|s| **s == Start::Boot).count() as u32;
+        tracing::info!(
+            "site {site}: {} node(s): {booting} to boot, {} to resume, {} already placed",
+            targets.len(),
+            starts
+                .iter()
+                .filter(|s| matches!(s, Start::Reset | Start::Follow))
+                .count(),
+            starts.iter().filter(|s| **s == Start::Placed).count(),
+        );
+        Ok(Plan {
+            starts,
+            booting,
+            installing,
+        })
     }
-    let booting = starts.iter().filter(|s| **s == Start::Boot).count() as u32;
-    tracing::info!(
-        "site {site}: {} node(s): {booting} to boot, {} to resume, {} already placed",
-        targets.len(),
-        starts
-            .iter()
-            .filter(|s| matches!(s, Start::Reset | Start::Follow))
-            .count(),
-        starts.iter().filter(|s| **s == Start::Placed).count(),
-    );
+}
 
-    // The bundle, only when a node boots its ISO; the media server while
-    // any node may read its ISO.
-    let limits = opts.limits;
-    let (bundle, media_url, media_ca) = if installing > 0 {
+/// What the nodes boot from: the bundle, only when a node boots its ISO;
+/// the media server while any node may read its ISO.
+#[derive(Default)]
+struct Media {
+    bundle: Option<bundle::SiteBundle>,
+    url: Option<String>,
+    /// The CA the BMCs check the media server with (none over plain HTTP).
+    ca: Option<String>,
+}
+
+impl Media {
+    fn prepare(
+        recipes: &Recipes,
+        host: &Host,
+        inventory: &SiteInventory,
+        opts: &DeployOptions,
+        booting: u32,
+    ) -> Result<Media> {
+        let site = &inventory.site;
         if booting > 0 && !inventory.image.path().is_file() {
             bail!(
                 "{}: no such ISO; build it with `dcn image build` and set `image` in {}",
@@ -100,23 +171,8 @@ pub fn run(recipes: &Recipes, host: &Host, opts: &DeployOptions) -> Result<Deplo
                 opts.inventory.display()
             );
         }
-        let b = if booting > 0 {
-            let (b, stale) = bundle::ensure(
-                recipes,
-                host,
-                &site,
-                booting,
-                inventory.bundle.ttl.0,
-                limits.install + limits.join,
-            )?;
-            if b.fresh {
-                tracing::info!(
-                    "site {site}: exported a join bundle for {booting} node(s) ({stale})"
-                );
-            } else {
-                tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
-            }
-            Some(b)
+        let bundle = if booting > 0 {
+            Some(site_bundle(recipes, host, inventory, opts.limits, booting)?)
         } else {
             None
         };
@@ -139,30 +195,38 @@ pub fn run(recipes: &Recipes, host: &Host, opts: &DeployOptions) -> Result<Deplo
             tls,
         )?;
         tracing::info!("site {site}: node ISOs served at {}", server.base_url);
-        (b, Some(server.base_url), ca)
-    } else {
-        (None, None, None)
-    };
+        Ok(Media {
+            bundle,
+            url: Some(server.base_url),
+            ca,
+        })
+    }
+}
 
-    let empty = PathBuf::new();
-    let ctx = node::Run {
-        files: &host.files,
-        site: site.as_str(),
-        iso: inventory.image.path(),
-        bundle: bundle.as_ref().map_or(&empty, |b| &b.path),
-        ca_pin: bundle.as_ref().map_or("", |b| b.pin.as_str()),
-        media_url: media_url.as_deref().unwrap_or(""),
-        media_ca: media_ca.as_deref(),
-        limits,
-    };
-    let runs = run_all(recipes, &ctx, &targets, &starts, opts.parallel.max(1));
-    Ok(DeployReport {
-        site: site.to_string(),
-        bundle_exported: bundle.as_ref().is_some_and(|b| b.fresh),
-        media_url,
-        nodes: runs,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+/// A join bundle for `booting` nodes: an earlier deploy's while it lasts,
+/// else a new one.
+fn site_bundle(
+    recipes: &Recipes,
+    host: &Host,
+    inventory: &SiteInventory,
+    limits: Limits,
+    booting: u32,
+) -> Result<bundle::SiteBundle> {
+    let site = &inventory.site;
+    let (b, stale) = bundle::ensure(
+        recipes,
+        host,
+        site,
+        booting,
+        inventory.bundle.ttl.0,
+        limits.install + limits.join,
+    )?;
+    if b.fresh {
+        tracing::info!("site {site}: exported a join bundle for {booting} node(s) ({stale})");
+    } else {
+        tracing::info!("site {site}: reusing the join bundle of an earlier deploy");
+    }
+    Ok(b)
 }
 
 /// Run every node, `parallel` at a time; results in the inventory's order.
@@ -204,10 +268,7 @@ fn run_all(
 
 /// The nodes asked for, with their BMC passwords read: an unknown name or
 /// a missing password stops the deploy before anything changed.
-fn targets(
-    inventory: &crate::config::inventory::SiteInventory,
-    wanted: &[String],
-) -> Result<Vec<NodeTarget>> {
+fn targets(inventory: &SiteInventory, wanted: &[String]) -> Result<Vec<NodeTarget>> {
     let known: Vec<&str> = inventory
         .nodes
         .iter()

@@ -49,22 +49,9 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
     let now = SystemTime::now();
     let Some(rec) = progress::read(files, hostname)? else {
         // No record at all: a node that joined before dcn kept them.
-        let placed = in_zone;
-        return Ok(Seen {
-            phase: "-".into(),
-            none: true,
-            on_disk: false,
-            booted: false,
-            placed,
-            failed: None,
-            retrying: false,
-            silent: false,
-            unheard: false,
-            quiet_seconds: 0,
-        });
+        return Ok(Seen::unrecorded(in_zone));
     };
     let current = rec.current().map(|e| e.phase);
-    let placed = in_zone && current == Some(Phase::Placed);
     let failed = (current == Some(Phase::Failed)).then(|| {
         rec.last_error
             .as_ref()
@@ -75,40 +62,7 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
             .last_error
             .as_ref()
             .and_then(|e| e.phase)
-            .is_some_and(|p| {
-                matches!(
-                    p,
-                    Phase::FirstBoot
-                        | Phase::JoinStarted
-                        | Phase::JoinStep
-                        | Phase::Joined
-                        | Phase::InZone
-                        | Phase::JoinFinished
-                )
-            });
-    let on_disk = rec
-        .history
-        .iter()
-        .rev()
-        .take_while(|e| e.phase != Phase::MediaInserted)
-        .any(|e| e.phase == Phase::DiskWritten);
-    let booted = rec
-        .history
-        .iter()
-        .rev()
-        .take_while(|e| e.phase != Phase::MediaInserted)
-        .any(|e| {
-            matches!(
-                e.phase,
-                Phase::FirstBoot
-                    | Phase::JoinStarted
-                    | Phase::JoinStep
-                    | Phase::Joined
-                    | Phase::InZone
-                    | Phase::JoinFinished
-                    | Phase::Placed
-            )
-        });
+            .is_some_and(is_installed_join);
     let quiet_seconds = crate::timefmt::parse_rfc3339(&rec.updated_at)
         .ok()
         .and_then(|t| now.duration_since(t).ok())
@@ -116,15 +70,57 @@ pub fn seen(files: &Files, hostname: &str) -> Result<Seen> {
     Ok(Seen {
         phase: rec.shown_phase(now),
         none: rec.history.is_empty(),
-        on_disk,
-        booted,
-        placed,
+        on_disk: since_last_insert(&rec, |p| p == Phase::DiskWritten),
+        booted: since_last_insert(&rec, |p| is_installed_join(p) || p == Phase::Placed),
+        placed: in_zone && current == Some(Phase::Placed),
         failed,
         retrying,
         silent: rec.is_silent(now),
         unheard: rec.is_silent(now) && current == Some(Phase::PoweredOn),
         quiet_seconds,
     })
+}
+
+impl Seen {
+    /// A node with no progress record: placed if the registry says so.
+    fn unrecorded(in_zone: bool) -> Seen {
+        Seen {
+            phase: "-".into(),
+            none: true,
+            on_disk: false,
+            booted: false,
+            placed: in_zone,
+            failed: None,
+            retrying: false,
+            silent: false,
+            unheard: false,
+            quiet_seconds: 0,
+        }
+    }
+}
+
+/// A phase of the installed system's join, which its first-boot unit
+/// runs (and retries by itself, every 30 s until it joined).
+fn is_installed_join(p: Phase) -> bool {
+    matches!(
+        p,
+        Phase::FirstBoot
+            | Phase::JoinStarted
+            | Phase::JoinStep
+            | Phase::Joined
+            | Phase::InZone
+            | Phase::JoinFinished
+    )
+}
+
+/// Whether a phase that `is` was recorded after the deploy last inserted
+/// its media (or ever, when it never did).
+fn since_last_insert(rec: &progress::ProgressRecord, is: impl Fn(Phase) -> bool) -> bool {
+    rec.history
+        .iter()
+        .rev()
+        .take_while(|e| e.phase != Phase::MediaInserted)
+        .any(|e| is(e.phase))
 }
 
 /// Record a phase the deploy caused (`media-inserted`, `powered-on`,
