@@ -11,6 +11,7 @@ use crate::certs::authority::Authorities;
 use crate::deployment::Deployment;
 use crate::host::lock::FileLock;
 use crate::host::{Cmd, Files, Host};
+use crate::pki::CertificateAuthority;
 use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -54,15 +55,7 @@ pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> 
     let deployment = Deployment::load(files)?
         .filter(|d| d.roles.iter().any(|r| r == "controller"))
         .context("this host is not a dcn control plane: `dcn backup` runs where `dcn standalone init` ran")?;
-    let state = files.host_path(crate::paths::STATE_DIR)?;
-    let out_dir = absolute(&opts.output)?;
-    if out_dir.starts_with(&state) {
-        bail!(
-            "{} is inside dcn's state directory {}, which the backup holds; write it elsewhere (the default is under /var/backups/dcn)",
-            opts.output.display(),
-            state.display()
-        );
-    }
+    let out_dir = output_dir(files, opts)?;
     // Nothing of dcn's state changes while the backup runs.
     let registry = crate::centre::sites::Registry::new(files);
     let _registry = registry.lock()?;
@@ -74,19 +67,7 @@ pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> 
         .prefix(".dcn-backup-dumps-")
         .tempdir_in(out_dir.parent().unwrap_or(Path::new("/")))
         .context("making a directory for the dumps beside the archive")?;
-    let mut manifest = Manifest {
-        format_version: FORMAT_VERSION,
-        dcn_version: env!("CARGO_PKG_VERSION").into(),
-        created_at: crate::timefmt::rfc3339(SystemTime::now()),
-        hostname: deployment.hostname.clone(),
-        address: deployment.address.clone(),
-        ca_pin: ca.pin().to_string(),
-        with_images: opts.with_images,
-        members: Default::default(),
-        dumps: Vec::new(),
-        files: Vec::new(),
-        dirs: Vec::new(),
-    };
+    let mut manifest = manifest(&deployment, &ca, opts);
     let mut parts = Vec::new();
 
     let t = Instant::now();
@@ -100,13 +81,7 @@ pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> 
     )?;
     parts.push(part(STATE_PART, bytes, t));
 
-    let databases: Vec<String> = deployment
-        .services
-        .iter()
-        .filter_map(|s| recipes.services.get(s))
-        .filter_map(|s| s.database.as_ref())
-        .flat_map(|d| d.names.clone())
-        .collect();
+    let databases = databases(recipes, &deployment);
     for name in &deployment.services {
         let Some(service) = recipes.services.get(name) else {
             continue;
@@ -117,27 +92,12 @@ pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> 
             }
             let t = Instant::now();
             let bytes = if let Some(dump) = &b.dump {
-                let file = staging.path().join(&b.name);
-                let argv = expand(dump, &databases);
-                let (program, args) = argv.split_first().context("an empty dump command")?;
-                host.runner.run(
-                    &Cmd::new(
-                        format!("dumping {} for the backup", b.name),
-                        program.as_str(),
-                    )
-                    .args(args.iter().cloned())
-                    .stdout_file(&file)
-                    .timeout(Duration::from_secs(3600)),
-                )?;
-                let member = format!("dumps/{}", b.name);
-                let info = writer.add_file(&member, &file)?;
-                Files::new(staging.path(), false).remove(format!("/{}", b.name))?;
-                manifest.dumps.push(DumpEntry {
-                    part: b.name.clone(),
-                    service: service.service.clone(),
-                    member,
-                });
-                info.size
+                let dump = Dump {
+                    part: &b.name,
+                    service: &service.service,
+                    argv: expand(dump, &databases),
+                };
+                dump.add(host, &mut writer, &mut manifest, staging.path())?
             } else {
                 let mut bytes = 0;
                 for p in &b.paths {
@@ -163,6 +123,88 @@ pub fn backup(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Report> 
         seconds: started.elapsed().as_secs_f64(),
         parts,
     })
+}
+
+/// The archive's directory, refused inside dcn's state (which it holds).
+fn output_dir(files: &crate::host::Files, opts: &Options) -> Result<PathBuf> {
+    let state = files.host_path(crate::paths::STATE_DIR)?;
+    let out_dir = absolute(&opts.output)?;
+    if out_dir.starts_with(&state) {
+        bail!(
+            "{} is inside dcn's state directory {}, which the backup holds; write it elsewhere (the default is under /var/backups/dcn)",
+            opts.output.display(),
+            state.display()
+        );
+    }
+    Ok(out_dir)
+}
+
+/// The manifest of a backup about to be taken, its lists still empty.
+fn manifest(deployment: &Deployment, ca: &CertificateAuthority, opts: &Options) -> Manifest {
+    Manifest {
+        format_version: FORMAT_VERSION,
+        dcn_version: env!("CARGO_PKG_VERSION").into(),
+        created_at: crate::timefmt::rfc3339(SystemTime::now()),
+        hostname: deployment.hostname.clone(),
+        address: deployment.address.clone(),
+        ca_pin: ca.pin().to_string(),
+        with_images: opts.with_images,
+        members: Default::default(),
+        dumps: Vec::new(),
+        files: Vec::new(),
+        dirs: Vec::new(),
+    }
+}
+
+/// Every database the recipes of the deployed services declare.
+fn databases(recipes: &Recipes, deployment: &Deployment) -> Vec<String> {
+    deployment
+        .services
+        .iter()
+        .filter_map(|s| recipes.services.get(s))
+        .filter_map(|s| s.database.as_ref())
+        .flat_map(|d| d.names.clone())
+        .collect()
+}
+
+/// A part of the backup that a command dumps.
+struct Dump<'a> {
+    part: &'a str,
+    service: &'a str,
+    argv: Vec<String>,
+}
+
+impl Dump<'_> {
+    /// Run the dump into a file in `staging`, add that to the archive and
+    /// remove it; its size.
+    fn add(
+        &self,
+        host: &Host,
+        writer: &mut Writer,
+        manifest: &mut Manifest,
+        staging: &Path,
+    ) -> Result<u64> {
+        let file = staging.join(self.part);
+        let (program, args) = self.argv.split_first().context("an empty dump command")?;
+        host.runner.run(
+            &Cmd::new(
+                format!("dumping {} for the backup", self.part),
+                program.as_str(),
+            )
+            .args(args.iter().cloned())
+            .stdout_file(&file)
+            .timeout(Duration::from_secs(3600)),
+        )?;
+        let member = format!("dumps/{}", self.part);
+        let info = writer.add_file(&member, &file)?;
+        Files::new(staging, false).remove(format!("/{}", self.part))?;
+        manifest.dumps.push(DumpEntry {
+            part: self.part.to_string(),
+            service: self.service.to_string(),
+            member,
+        });
+        Ok(info.size)
+    }
 }
 
 fn part(name: &str, bytes: u64, started: Instant) -> Part {
