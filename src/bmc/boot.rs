@@ -5,7 +5,7 @@
 
 use super::client::Client;
 use super::deadline::Deadline;
-use super::discover::{self, System};
+use super::discover::{self, Slot, System};
 use super::media;
 use super::power::{self, Power};
 use anyhow::Result;
@@ -67,35 +67,8 @@ fn run(
         slot.media.media_types.join(", ")
     ));
 
-    let ejected = if slot.media.is_inserted() {
-        let old = slot
-            .media
-            .inserted_image()
-            .unwrap_or("(unnamed media)")
-            .to_string();
-        let t = Instant::now();
-        media::eject(client, &slot)?;
-        step(&format!("Ejected {old} from {slot_id} ({})", secs(t)));
-        done.push(format!("ejected {old} from {slot_id}"));
-        Some(old)
-    } else {
-        done.push(format!("{slot_id} was empty"));
-        None
-    };
-
-    let t = Instant::now();
-    step(&format!(
-        "Inserting {} into {slot_id} (the BMC fetches it)…",
-        req.image_url
-    ));
-    let media_flag = req.timeouts_are_flags.then_some("--media-timeout");
-    media::insert(client, &slot, &req.image_url, req.media_timeout, media_flag)?;
-    step(&format!(
-        "Inserted {} into {slot_id} ({})",
-        req.image_url,
-        secs(t)
-    ));
-    done.push(format!("inserted {} into {slot_id}", req.image_url));
+    let ejected = eject_old(client, &slot, done)?;
+    insert(client, &slot, req, done)?;
 
     let system = system.reload(client)?;
     let over = power::boot_from_cd(client, &system, req.allow_continuous)?;
@@ -109,33 +82,12 @@ fn run(
     ));
 
     let system = system.reload(client)?;
-    let state = system.resource.power_state.clone().unwrap_or_default();
-    let wanted = if matches!(state.as_str(), "Off" | "PoweringOff") {
-        Power::On
+    let (reset_type, state) = power_on(client, &system, done)?;
+    let power_state = if req.power_timeout.is_zero() {
+        format!("{state} (not waited for)")
     } else {
-        Power::Reset { graceful: false }
+        wait_for_on(client, &system, req, &reset_type)?
     };
-    let reset_type = power::reset(client, &system, wanted)?;
-    done.push(format!("asked for {reset_type} (power was {state})"));
-    step(&format!("Power: asked for {reset_type} (it was {state})"));
-
-    let mut power_state = format!("{state} (not waited for)");
-    if !req.power_timeout.is_zero() {
-        let mut wait = Deadline::after(req.power_timeout, "the wait for power On");
-        if req.timeouts_are_flags {
-            wait = wait.set_by("--power-timeout");
-        }
-        let (seen, took) = power::wait_for(client, &system, "On", &wait)?;
-        if seen == "On" {
-            step(&format!("Power: On after {:.1}s", took.as_secs_f64()));
-        } else {
-            tracing::warn!(
-                "The BMC accepted {reset_type}, but the power state is still {seen} after {}s; watch it with `dcn bmc status`.",
-                req.power_timeout.as_secs()
-            );
-        }
-        power_state = seen;
-    }
     Ok(BootReport {
         system: label,
         virtual_media: slot_id,
@@ -146,6 +98,81 @@ fn run(
         reset_type,
         power_state,
     })
+}
+
+/// Eject what the drive holds, if anything; its name.
+fn eject_old(client: &Client, slot: &Slot, done: &mut Vec<String>) -> Result<Option<String>> {
+    let slot_id = slot.id();
+    if !slot.media.is_inserted() {
+        done.push(format!("{slot_id} was empty"));
+        return Ok(None);
+    }
+    let old = slot
+        .media
+        .inserted_image()
+        .unwrap_or("(unnamed media)")
+        .to_string();
+    let t = Instant::now();
+    media::eject(client, slot)?;
+    step(&format!("Ejected {old} from {slot_id} ({})", secs(t)));
+    done.push(format!("ejected {old} from {slot_id}"));
+    Ok(Some(old))
+}
+
+fn insert(client: &Client, slot: &Slot, req: &BootRequest, done: &mut Vec<String>) -> Result<()> {
+    let slot_id = slot.id();
+    let t = Instant::now();
+    step(&format!(
+        "Inserting {} into {slot_id} (the BMC fetches it)…",
+        req.image_url
+    ));
+    let media_flag = req.timeouts_are_flags.then_some("--media-timeout");
+    media::insert(client, slot, &req.image_url, req.media_timeout, media_flag)?;
+    step(&format!(
+        "Inserted {} into {slot_id} ({})",
+        req.image_url,
+        secs(t)
+    ));
+    done.push(format!("inserted {} into {slot_id}", req.image_url));
+    Ok(())
+}
+
+/// Power the system on, or reset it when it is on; the reset type asked
+/// for and the power state before.
+fn power_on(client: &Client, system: &System, done: &mut Vec<String>) -> Result<(String, String)> {
+    let state = system.resource.power_state.clone().unwrap_or_default();
+    let wanted = if matches!(state.as_str(), "Off" | "PoweringOff") {
+        Power::On
+    } else {
+        Power::Reset { graceful: false }
+    };
+    let reset_type = power::reset(client, system, wanted)?;
+    done.push(format!("asked for {reset_type} (power was {state})"));
+    step(&format!("Power: asked for {reset_type} (it was {state})"));
+    Ok((reset_type, state))
+}
+
+/// Wait up to the power timeout for power On; the state last seen.
+fn wait_for_on(
+    client: &Client,
+    system: &System,
+    req: &BootRequest,
+    reset_type: &str,
+) -> Result<String> {
+    let mut wait = Deadline::after(req.power_timeout, "the wait for power On");
+    if req.timeouts_are_flags {
+        wait = wait.set_by("--power-timeout");
+    }
+    let (seen, took) = power::wait_for(client, system, "On", &wait)?;
+    if seen == "On" {
+        step(&format!("Power: On after {:.1}s", took.as_secs_f64()));
+    } else {
+        tracing::warn!(
+            "The BMC accepted {reset_type}, but the power state is still {seen} after {}s; watch it with `dcn bmc status`.",
+            req.power_timeout.as_secs()
+        );
+    }
+    Ok(seen)
 }
 
 /// What the BMC was left like, from the steps that were done.

@@ -1,8 +1,9 @@
 //! Virtual media: `VirtualMedia.InsertMedia` and `VirtualMedia.EjectMedia`,
 //! with the vendor workarounds each named where it is applied.
 
-use super::client::{Client, Request, RetryOn};
+use super::client::{Client, Request, RetryOn, SendError};
 use super::discover::Slot;
+use super::error::RedfishError;
 use anyhow::{Context, Result, bail};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -55,31 +56,7 @@ pub fn insert(
         let Some(re) = err.answer() else {
             return Err(err.into());
         };
-        if re.status < 500
-            && payload.flags
-            && (re.mentions("Inserted") || re.mentions("WriteProtected"))
-        {
-            // Supermicro X11/X12 reject Inserted/WriteProtected as unknown
-            // properties (HPE iLO 4 takes only Image); Dell iDRAC rejects
-            // some WriteProtected values. Both default to true anyway.
-            tracing::info!(
-                "The BMC refused the Inserted/WriteProtected parameters of InsertMedia ({}), as Supermicro X11/X12 and Dell iDRAC BMCs do; retrying with the image URL only.",
-                re.summary()
-            );
-            payload.flags = false;
-            continue;
-        }
-        if re.status < 500
-            && payload.transfer_protocol.is_none()
-            && re.mentions("TransferProtocolType")
-        {
-            // AMI MegaRAC-based BMCs (e.g. on Nokia servers) require the
-            // optional TransferProtocolType; it follows from the URL.
-            let proto = transfer_protocol(url);
-            tracing::info!(
-                "The BMC requires TransferProtocolType in InsertMedia, as AMI MegaRAC-based BMCs (e.g. on Nokia servers) do; retrying with {proto}."
-            );
-            payload.transfer_protocol = Some(proto);
+        if payload.adjust(re) {
             continue;
         }
         if re.is_server_error() && server_errors + 1 < INSERT_SERVER_ERROR_ATTEMPTS {
@@ -98,20 +75,23 @@ pub fn insert(
             client.pause(delay);
             continue;
         }
-        let hint = if re.status == 401 || re.status == 403 {
-            String::new()
-        } else {
-            format!(
-                ". The BMC fetches {url} itself: check that the BMC (not only this machine) can reach it"
-            )
-        };
-        return Err(err).with_context(|| {
-            format!(
-                "the BMC could not insert the image into virtual media {}{hint}",
-                slot.id()
-            )
-        });
+        return Err(insert_failed(err, slot, url));
     }
+}
+
+/// An InsertMedia the BMC would not do, with where to look.
+fn insert_failed(err: SendError, slot: &Slot, url: &str) -> anyhow::Error {
+    let hint = if err.is_status(401) || err.is_status(403) {
+        String::new()
+    } else {
+        format!(
+            ". The BMC fetches {url} itself: check that the BMC (not only this machine) can reach it"
+        )
+    };
+    anyhow::Error::new(err).context(format!(
+        "the BMC could not insert the image into virtual media {}{hint}",
+        slot.id()
+    ))
 }
 
 struct InsertPayload<'a> {
@@ -123,6 +103,36 @@ struct InsertPayload<'a> {
 }
 
 impl InsertPayload<'_> {
+    /// Change the payload for a BMC that refused it (4xx) for a parameter
+    /// it takes otherwise; false when there is nothing left to change.
+    fn adjust(&mut self, re: &RedfishError) -> bool {
+        if re.status >= 500 {
+            return false;
+        }
+        if self.flags && (re.mentions("Inserted") || re.mentions("WriteProtected")) {
+            // Supermicro X11/X12 reject Inserted/WriteProtected as unknown
+            // properties (HPE iLO 4 takes only Image); Dell iDRAC rejects
+            // some WriteProtected values. Both default to true anyway.
+            tracing::info!(
+                "The BMC refused the Inserted/WriteProtected parameters of InsertMedia ({}), as Supermicro X11/X12 and Dell iDRAC BMCs do; retrying with the image URL only.",
+                re.summary()
+            );
+            self.flags = false;
+            return true;
+        }
+        if self.transfer_protocol.is_none() && re.mentions("TransferProtocolType") {
+            // AMI MegaRAC-based BMCs (e.g. on Nokia servers) require the
+            // optional TransferProtocolType; it follows from the URL.
+            let proto = transfer_protocol(self.url);
+            tracing::info!(
+                "The BMC requires TransferProtocolType in InsertMedia, as AMI MegaRAC-based BMCs (e.g. on Nokia servers) do; retrying with {proto}."
+            );
+            self.transfer_protocol = Some(proto);
+            return true;
+        }
+        false
+    }
+
     fn json(&self) -> Value {
         let mut body = json!({ "Image": self.url });
         if self.flags {
