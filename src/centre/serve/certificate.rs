@@ -10,8 +10,8 @@
 //! A node's secret does not expire: a node that was off past its
 //! certificate's end renews the same way when it is back.
 
-use super::handlers::{Refusal, authenticated_node, internal, node_policy, refuse};
-use crate::centre::sites::{Registry, southbound_members};
+use super::handlers::{Refusal, authenticated_node, internal, issue, node_policy, refuse};
+use crate::centre::sites::{NodeRecord, Registry, southbound_members};
 use crate::certs::authority::Authorities;
 use crate::host::Host;
 use crate::openstack::southbound::admission;
@@ -26,19 +26,7 @@ pub fn check(
     bearer: Option<&str>,
     body: &[u8],
 ) -> Result<CertificateReply, Refusal> {
-    let check: CertificateCheck = serde_json::from_slice(body)
-        .map_err(|e| refuse(400, "bad-request", format!("not a certificate check: {e}")))?;
-    if check.trusted_cas.len() > MAX_TRUSTED_CAS {
-        return Err(refuse(
-            400,
-            "bad-request",
-            format!("a node trusts at most {MAX_TRUSTED_CAS} CAs"),
-        ));
-    }
-    let pins = (check.trusted_cas.iter())
-        .map(|p| p.parse::<Pin>().map(|p| p.to_string()))
-        .collect::<Result<Vec<String>, _>>()
-        .map_err(|e| refuse(400, "bad-request", format!("a trusted CA pin: {e}")))?;
+    let (check, pins) = parse(body)?;
     let policy = node_policy(host)?;
     let registry = Registry::new(&host.files);
     let lock = registry.lock().map_err(internal)?;
@@ -48,35 +36,7 @@ pub fn check(
 
     let mut certificate = None;
     if let Some(csr) = &check.csr {
-        let address = node.address.parse().map_err(|_| {
-            internal(anyhow::anyhow!(
-                "the recorded address of {hostname} is damaged"
-            ))
-        })?;
-        let issued = admission::issue(csr, hostname, address, policy.node).map_err(|e| {
-            refuse(
-                400,
-                "bad-request",
-                format!("the certificate signing request is not usable: {e:#}"),
-            )
-        })?;
-        // Renewal keeps the node's key; a new key is a new host to the
-        // centre, which joins again.
-        if node.key_pin.as_deref() != Some(issued.key_pin.as_str()) {
-            return Err(refuse(
-                409,
-                "key-changed",
-                format!(
-                    "the CSR is not for the key {hostname} joined with; a node renews its certificate with the same key (a host with a new key joins again)"
-                ),
-            ));
-        }
-        let mut previous = std::mem::take(&mut node.previous_ovn_cas);
-        previous.extend(node.ovn_ca.take());
-        node.previous_ovn_cas = admission::unexpired(previous);
-        node.ovn_ca = Some(issued.ca_pem);
-        node.certificate = Some(issued.cert_pem.clone());
-        certificate = Some(issued.cert_pem);
+        certificate = Some(renew(&mut node, csr, hostname, policy.node)?);
         changed = true;
     }
     // A node holding a certificate the centre did not issue it (a control
@@ -106,6 +66,57 @@ pub fn check(
         certificate,
         renew_now,
     })
+}
+
+/// The check in `body`, and the pins of the CAs the node trusts.
+fn parse(body: &[u8]) -> Result<(CertificateCheck, Vec<String>), Refusal> {
+    let check: CertificateCheck = serde_json::from_slice(body)
+        .map_err(|e| refuse(400, "bad-request", format!("not a certificate check: {e}")))?;
+    if check.trusted_cas.len() > MAX_TRUSTED_CAS {
+        return Err(refuse(
+            400,
+            "bad-request",
+            format!("a node trusts at most {MAX_TRUSTED_CAS} CAs"),
+        ));
+    }
+    let pins = (check.trusted_cas.iter())
+        .map(|p| p.parse::<Pin>().map(|p| p.to_string()))
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(|e| refuse(400, "bad-request", format!("a trusted CA pin: {e}")))?;
+    Ok((check, pins))
+}
+
+/// Sign `csr` for `node` with a CA of its own, kept in its record beside
+/// the earlier ones still valid; the certificate.
+fn renew(
+    node: &mut NodeRecord,
+    csr: &str,
+    hostname: &str,
+    validity: std::time::Duration,
+) -> Result<String, Refusal> {
+    let address = node.address.parse().map_err(|_| {
+        internal(anyhow::anyhow!(
+            "the recorded address of {hostname} is damaged"
+        ))
+    })?;
+    let issued = issue(csr, hostname, address, validity)?;
+    // Renewal keeps the node's key; a new key is a new host to the
+    // centre, which joins again.
+    if node.key_pin.as_deref() != Some(issued.key_pin.as_str()) {
+        return Err(refuse(
+            409,
+            "key-changed",
+            format!(
+                "the CSR is not for the key {hostname} joined with; a node renews its certificate with the same key (a host with a new key joins again)"
+            ),
+        ));
+    }
+    let mut previous = std::mem::take(&mut node.previous_ovn_cas);
+    previous.extend(node.ovn_ca.take());
+    node.previous_ovn_cas = admission::unexpired(previous);
+    node.ovn_ca = Some(issued.ca_pem);
+    node.certificate = Some(issued.cert_pem.clone());
+    Ok(issued.cert_pem)
 }
 
 /// `GET /v1/ca`: public knowledge, which a node that missed a rotation

@@ -112,14 +112,7 @@ pub fn join(
     // that CA while the node is a member). The CSR's signature proves the
     // requester holds the key.
     let policy = node_policy(host)?;
-    let issued =
-        admission::issue(&req.csr, hostname.as_str(), address, policy.node).map_err(|e| {
-            refuse(
-                400,
-                "bad-request",
-                format!("the certificate signing request is not usable: {e:#}"),
-            )
-        })?;
+    let issued = issue(&req.csr, hostname.as_str(), address, policy.node)?;
     let existing = registry.node(hostname.as_str()).map_err(internal)?;
     may_join(
         existing.as_ref(),
@@ -128,17 +121,7 @@ pub fn join(
         &issued.key_pin,
         &record,
     )?;
-    // Not the control plane's name, nor a compute host of anything else.
-    if let Some(why) = crate::centre::sites::reserved::refusal(
-        &host.files,
-        accounts,
-        &site.name,
-        hostname.as_str(),
-    )
-    .map_err(internal)?
-    {
-        return Err(refuse(403, "name-reserved", why));
-    }
+    not_reserved(host, accounts, &site.name, hostname.as_str())?;
     proof_checked(
         req,
         challenges,
@@ -178,6 +161,38 @@ pub fn join(
         node_secret,
         credentials,
     })
+}
+
+/// A node certificate for `csr` from a CA made for it alone.
+pub(super) fn issue(
+    csr: &str,
+    hostname: &str,
+    address: std::net::IpAddr,
+    validity: std::time::Duration,
+) -> Result<admission::NodeCertificate, Refusal> {
+    admission::issue(csr, hostname, address, validity).map_err(|e| {
+        refuse(
+            400,
+            "bad-request",
+            format!("the certificate signing request is not usable: {e:#}"),
+        )
+    })
+}
+
+/// Refused when `hostname` is the control plane's name, or a compute host
+/// of anything else.
+fn not_reserved(
+    host: &Host,
+    accounts: &dyn NodeAccounts,
+    site: &str,
+    hostname: &str,
+) -> Result<(), Refusal> {
+    match crate::centre::sites::reserved::refusal(&host.files, accounts, site, hostname)
+        .map_err(internal)?
+    {
+        Some(why) => Err(refuse(403, "name-reserved", why)),
+        None => Ok(()),
+    }
 }
 
 /// The certificate lifetimes and renewal point of this control plane.

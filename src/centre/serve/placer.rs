@@ -7,7 +7,7 @@
 //! zone while its join still runs.
 
 use crate::centre::sites::progress::{Phase, ProgressStore};
-use crate::centre::sites::{NodeState, Registry};
+use crate::centre::sites::{NodeRecord, NodeState, Registry};
 use crate::host::Host;
 use crate::openstack::PlaneState;
 use crate::openstack::compute::{ComputeCloud, Nova};
@@ -53,25 +53,7 @@ pub fn place_pending(
     compute: &dyn Fn() -> Result<Box<dyn ComputeCloud>>,
 ) -> Result<usize> {
     let registry = Registry::new(&host.files);
-    // A node named like the control plane (joined under an older dcn,
-    // which did not refuse it) is never put in an edge zone.
-    let control_plane = crate::centre::sites::reserved::control_plane_hostname(&host.files)?;
-    let pending: Vec<_> = registry
-        .nodes()?
-        .into_iter()
-        .filter(|n| n.state == NodeState::Joined)
-        .filter(|n| {
-            let reserved = control_plane.as_deref() == Some(n.hostname.as_str());
-            if reserved {
-                tracing::warn!(
-                    "node {} of site {} has the control plane's name: not placing it; remove it with `dcn node remove`",
-                    n.hostname,
-                    n.site
-                );
-            }
-            !reserved
-        })
-        .collect();
+    let pending = joined(host, &registry)?;
     if pending.is_empty() {
         return Ok(0);
     }
@@ -97,22 +79,7 @@ pub fn place_pending(
         };
         match compute.place(aggregate, &node.hostname) {
             Ok(()) => {
-                let lock = registry.lock()?;
-                if let Some(mut n) = registry.node(&node.hostname)? {
-                    n.state = NodeState::Placed;
-                    n.placed_at = Some(rfc3339(SystemTime::now()));
-                    registry.save_node(&n)?;
-                    if let Err(e) = ProgressStore::new(&host.files).record_centre(
-                        &lock,
-                        &n.site,
-                        &n.hostname,
-                        Phase::InZone,
-                        None,
-                        &[],
-                    ) {
-                        tracing::warn!("recording that {} was placed: {e:#}", n.hostname);
-                    }
-                }
+                mark_placed(host, &registry, &node.hostname)?;
                 tracing::info!(
                     "placed {} in availability zone {}",
                     node.hostname,
@@ -128,6 +95,50 @@ pub fn place_pending(
         }
     }
     Ok(placed)
+}
+
+/// The nodes that joined and wait to be placed. A node named like the
+/// control plane (joined under an older dcn, which did not refuse it) is
+/// never put in an edge zone.
+fn joined(host: &Host, registry: &Registry) -> Result<Vec<NodeRecord>> {
+    let control_plane = crate::centre::sites::reserved::control_plane_hostname(&host.files)?;
+    Ok(registry
+        .nodes()?
+        .into_iter()
+        .filter(|n| n.state == NodeState::Joined)
+        .filter(|n| {
+            let reserved = control_plane.as_deref() == Some(n.hostname.as_str());
+            if reserved {
+                tracing::warn!(
+                    "node {} of site {} has the control plane's name: not placing it; remove it with `dcn node remove`",
+                    n.hostname,
+                    n.site
+                );
+            }
+            !reserved
+        })
+        .collect())
+}
+
+/// Mark `hostname` placed in the registry and in its progress record.
+fn mark_placed(host: &Host, registry: &Registry, hostname: &str) -> Result<()> {
+    let lock = registry.lock()?;
+    if let Some(mut n) = registry.node(hostname)? {
+        n.state = NodeState::Placed;
+        n.placed_at = Some(rfc3339(SystemTime::now()));
+        registry.save_node(&n)?;
+        if let Err(e) = ProgressStore::new(&host.files).record_centre(
+            &lock,
+            &n.site,
+            &n.hostname,
+            Phase::InZone,
+            None,
+            &[],
+        ) {
+            tracing::warn!("recording that {} was placed: {e:#}", n.hostname);
+        }
+    }
+    Ok(())
 }
 
 /// How long a chassis has to answer the placer's ping.

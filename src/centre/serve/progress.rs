@@ -17,7 +17,7 @@
 use super::handlers::{Refusal, internal, refuse, valid_token};
 use crate::bundle::JoinToken;
 use crate::centre::sites::progress::{ProgressRecord, ProgressStore};
-use crate::centre::sites::{Lock, Registry};
+use crate::centre::sites::{Lock, NodeRecord, Registry, Site, TokenRecord};
 use crate::host::Host;
 use crate::wire::{ErrorReply, ProgressAck, ProgressReport};
 use std::time::SystemTime;
@@ -74,30 +74,7 @@ fn writable(
     let store = ProgressStore::new(registry.files());
     let existing = store.get(hostname).map_err(internal)?;
     if let Some(node) = registry.node(hostname).map_err(internal)? {
-        if node.secret_hash.is_empty() || node.secret_hash != crate::secrets::stored_hash(bearer) {
-            return Err(refuse(
-                401,
-                "token-unknown",
-                format!(
-                    "host {hostname} has joined: only its own node secret is accepted for its reports (if it was reinstalled, run `dcn node remove {hostname}` on the control plane first)"
-                ),
-            ));
-        }
-        if registry
-            .site(&node.site)
-            .map_err(internal)?
-            .is_none_or(|s| s.revoked_at.is_some())
-        {
-            return Err(refuse(
-                401,
-                "site-revoked",
-                format!("site {} was revoked", node.site),
-            ));
-        }
-        return Ok(match existing {
-            Some(p) if p.site == node.site => p,
-            _ => ProgressRecord::new(hostname, &node.site),
-        });
+        return joined(registry, &node, existing, hostname, bearer);
     }
     let token: JoinToken = bearer.parse().map_err(|_| {
         refuse(
@@ -107,7 +84,55 @@ fn writable(
         )
     })?;
     let (token, site) = valid_token(registry, &token, now)?;
-    let mut progress = match existing {
+    let mut progress = before_join(existing, hostname, &site)?;
+    if progress.token_id.as_deref() != Some(token.id.as_str()) {
+        check_uses(&store, &token, &site, hostname)?;
+        progress.token_id = Some(token.id);
+    }
+    Ok(progress)
+}
+
+/// The record of a host that joined, which only its node secret writes.
+fn joined(
+    registry: &Registry,
+    node: &NodeRecord,
+    existing: Option<ProgressRecord>,
+    hostname: &str,
+    bearer: &str,
+) -> Result<ProgressRecord, Refusal> {
+    if node.secret_hash.is_empty() || node.secret_hash != crate::secrets::stored_hash(bearer) {
+        return Err(refuse(
+            401,
+            "token-unknown",
+            format!(
+                "host {hostname} has joined: only its own node secret is accepted for its reports (if it was reinstalled, run `dcn node remove {hostname}` on the control plane first)"
+            ),
+        ));
+    }
+    if registry
+        .site(&node.site)
+        .map_err(internal)?
+        .is_none_or(|s| s.revoked_at.is_some())
+    {
+        return Err(refuse(
+            401,
+            "site-revoked",
+            format!("site {} was revoked", node.site),
+        ));
+    }
+    Ok(match existing {
+        Some(p) if p.site == node.site => p,
+        _ => ProgressRecord::new(hostname, &node.site),
+    })
+}
+
+/// The record a token of `site` writes for a host that has not joined.
+fn before_join(
+    existing: Option<ProgressRecord>,
+    hostname: &str,
+    site: &Site,
+) -> Result<ProgressRecord, Refusal> {
+    Ok(match existing {
         // Reports another site's token made, before any join: a token of
         // one site cannot keep another site's future host from reporting
         // (the record starts afresh for this site, as a join would).
@@ -133,27 +158,34 @@ fn writable(
         }
         Some(p) => p,
         None => ProgressRecord::new(hostname, &site.name),
-    };
-    if progress.token_id.as_deref() != Some(token.id.as_str()) {
-        let others = store
-            .all()
-            .map_err(internal)?
-            .iter()
-            .filter(|p| p.token_id.as_deref() == Some(token.id.as_str()) && p.hostname != hostname)
-            .count();
-        if others >= token.max_uses as usize {
-            return Err(refuse(
-                401,
-                "token-used-up",
-                format!(
-                    "join token {} already reports for {others} host(s), its maximum; `dcn site status {}` shows them",
-                    token.id, site.name
-                ),
-            ));
-        }
-        progress.token_id = Some(token.id);
+    })
+}
+
+/// Refused when `token` already reports for its maximum of hosts other
+/// than `hostname`.
+fn check_uses(
+    store: &ProgressStore,
+    token: &TokenRecord,
+    site: &Site,
+    hostname: &str,
+) -> Result<(), Refusal> {
+    let others = store
+        .all()
+        .map_err(internal)?
+        .iter()
+        .filter(|p| p.token_id.as_deref() == Some(token.id.as_str()) && p.hostname != hostname)
+        .count();
+    if others >= token.max_uses as usize {
+        return Err(refuse(
+            401,
+            "token-used-up",
+            format!(
+                "join token {} already reports for {others} host(s), its maximum; `dcn site status {}` shows them",
+                token.id, site.name
+            ),
+        ));
     }
-    Ok(progress)
+    Ok(())
 }
 
 /// The join service's answer to a progress report body.

@@ -129,33 +129,10 @@ async fn answer(
             json(200, &state.challenges.issue(SystemTime::now())),
             String::new(),
         ),
-        Route::Join => {
-            let body = read_body(req, MAX_BODY, body_time).await.map_err(unnoted)?;
-            let a = off_the_runtime(move || {
-                answer_join(
-                    &st.host,
-                    &st.recipes,
-                    st.accounts.as_ref(),
-                    &st.challenges,
-                    &body,
-                )
-            })
-            .await?;
-            (json(a.status, &a.body), a.note)
-        }
+        Route::Join => join(st, body_time, req).await?,
         // Refused before the body is read: nothing is provisioned for a
         // host that could not use what it gets.
-        Route::OldJoin => (
-            error(
-                410,
-                "protocol-too-old",
-                &format!(
-                    "this host's dcn speaks join protocol v1, which the control plane's dcn {v} no longer answers; run dcn {v} on the host (boot the site's ISO again, or copy the control plane's dcn binary), then join again",
-                    v = env!("CARGO_PKG_VERSION")
-                ),
-            ),
-            String::new(),
-        ),
+        Route::OldJoin => (protocol_too_old(), String::new()),
         Route::Progress => {
             let bearer = bearer(&req);
             let body = (read_body(req, PROGRESS_MAX_BODY, body_time).await).map_err(unnoted)?;
@@ -182,21 +159,7 @@ async fn answer(
             .await?;
             or_refused(reply.map(|()| json(200, &serde_json::json!({}))), note)
         }
-        Route::NodeCertificate(hostname) => {
-            let note = format!("(node {} certificate)", shown(hostname.as_str()));
-            let bearer = bearer(&req);
-            let body = (read_body(req, CERTIFICATE_MAX_BODY, body_time).await).map_err(unnoted)?;
-            let reply = off_the_runtime(move || {
-                certificate::check(&st.host, hostname.as_str(), bearer.as_deref(), &body)
-            })
-            .await?;
-            let what = match &reply {
-                Ok(r) if r.certificate.is_some() => " renewed",
-                Ok(_) => " checked",
-                Err(_) => "",
-            };
-            or_refused(reply.map(|r| json(200, &r)), format!("{note}{what}"))
-        }
+        Route::NodeCertificate(hostname) => node_certificate(st, hostname, body_time, req).await?,
         Route::TrustedCas => {
             match off_the_runtime(move || certificate::trusted_cas(&st.host)).await? {
                 Ok(cas) => (json(200, &cas), String::new()),
@@ -218,6 +181,60 @@ async fn answer(
         ),
         Route::NotFound => (error(404, "bad-request", "no such endpoint"), String::new()),
     })
+}
+
+async fn join(
+    st: Arc<State>,
+    body_time: Duration,
+    req: Request<Incoming>,
+) -> Result<Answer, Answer> {
+    let body = read_body(req, MAX_BODY, body_time).await.map_err(unnoted)?;
+    let a = off_the_runtime(move || {
+        answer_join(
+            &st.host,
+            &st.recipes,
+            st.accounts.as_ref(),
+            &st.challenges,
+            &body,
+        )
+    })
+    .await?;
+    Ok((json(a.status, &a.body), a.note))
+}
+
+fn protocol_too_old() -> Response<Full<Bytes>> {
+    error(
+        410,
+        "protocol-too-old",
+        &format!(
+            "this host's dcn speaks join protocol v1, which the control plane's dcn {v} no longer answers; run dcn {v} on the host (boot the site's ISO again, or copy the control plane's dcn binary), then join again",
+            v = env!("CARGO_PKG_VERSION")
+        ),
+    )
+}
+
+async fn node_certificate(
+    st: Arc<State>,
+    hostname: crate::types::NodeName,
+    body_time: Duration,
+    req: Request<Incoming>,
+) -> Result<Answer, Answer> {
+    let note = format!("(node {} certificate)", shown(hostname.as_str()));
+    let bearer = bearer(&req);
+    let body = (read_body(req, CERTIFICATE_MAX_BODY, body_time).await).map_err(unnoted)?;
+    let reply = off_the_runtime(move || {
+        certificate::check(&st.host, hostname.as_str(), bearer.as_deref(), &body)
+    })
+    .await?;
+    let what = match &reply {
+        Ok(r) if r.certificate.is_some() => " renewed",
+        Ok(_) => " checked",
+        Err(_) => "",
+    };
+    Ok(or_refused(
+        reply.map(|r| json(200, &r)),
+        format!("{note}{what}"),
+    ))
 }
 
 /// A refusal made before any handler ran: nothing to note.
