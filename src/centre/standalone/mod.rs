@@ -299,50 +299,35 @@ fn control_plane_phases(
     roles: &[&str],
     hostname: &str,
 ) -> Result<Vec<(PhaseName, Phase<'static>)>> {
-    let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
     let rabbit = crate::secrets::Secret::new(values.password["rabbitmq_controlplane"].clone());
-    extra.insert(
-        "rabbitmq".into(),
-        vec![Box::new(bootstrap::RabbitUsers { password: rabbit })],
-    );
-    let infrastructure =
-        plan.service_phase(ServicePhase::Infrastructure, "infrastructure", extra)?;
-
-    let mut extra: BTreeMap<String, Vec<Box<dyn Step>>> = BTreeMap::new();
-    extra.insert(
-        "keystone".into(),
-        vec![Box::new(bootstrap::Catalog::new(
-            recipes,
-            services,
-            values.clone(),
-        )?)],
-    );
-    let identity = plan.service_phase(ServicePhase::Identity, "identity", extra)?;
+    let infrastructure = plan.service_phase(
+        ServicePhase::Infrastructure,
+        "infrastructure",
+        extra_steps(
+            "rabbitmq",
+            Box::new(bootstrap::RabbitUsers { password: rabbit }),
+        ),
+    )?;
+    let catalog = bootstrap::Catalog::new(recipes, services, values.clone())?;
+    let identity = plan.service_phase(
+        ServicePhase::Identity,
+        "identity",
+        extra_steps("keystone", Box::new(catalog)),
+    )?;
     let mut services_phase =
         plan.service_phase(ServicePhase::Services, "services", BTreeMap::new())?;
     services_phase
         .steps
         .insert(0, Box::new(controlplane::InstallBinary));
 
-    let compute = roles.contains(&"compute");
+    let compute_host = roles.contains(&"compute").then_some(hostname);
     let mut compute_phase =
         plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?;
-    if compute {
+    if let Some(hostname) = compute_host {
         compute_phase.steps.push(Box::new(bootstrap::DiscoverHost {
             hostname: hostname.to_string(),
         }));
     }
-    let mut catalog: Vec<String> = services
-        .iter()
-        .filter_map(|s| {
-            recipes
-                .services
-                .get(s)
-                .and_then(|r| r.identity.as_ref())
-                .map(|i| i.kind.clone())
-        })
-        .collect();
-    catalog.insert(0, "identity".into());
     Ok(vec![
         (PhaseName::Packages, plan.packages_phase()),
         (PhaseName::Configure, plan.configure_phase()?),
@@ -352,21 +337,7 @@ fn control_plane_phases(
         (PhaseName::Compute, compute_phase),
         (
             PhaseName::Verify,
-            Phase {
-                name: "verify",
-                steps: vec![Box::new(bootstrap::Verify {
-                    trusted_cas: |files| {
-                        crate::certs::authority::Authorities::new(files).trusted_pem()
-                    },
-                    values: values.clone(),
-                    catalog,
-                    compute_hosts: if compute {
-                        vec![hostname.to_string()]
-                    } else {
-                        Vec::new()
-                    },
-                })],
-            },
+            verify_phase(recipes, services, values, compute_host),
         ),
         (
             PhaseName::Finalize,
@@ -378,6 +349,41 @@ fn control_plane_phases(
             },
         ),
     ])
+}
+
+/// A step added to one service's part of a service phase.
+fn extra_steps(service: &str, step: Box<dyn Step>) -> BTreeMap<String, Vec<Box<dyn Step>>> {
+    BTreeMap::from([(service.to_string(), vec![step])])
+}
+
+/// The last check: the catalog lists every deployed service's type and,
+/// on a control plane that is also a compute host, its nova-compute is up.
+fn verify_phase(
+    recipes: &Recipes,
+    services: &[String],
+    values: &Arc<crate::recipes::Values>,
+    compute_host: Option<&str>,
+) -> Phase<'static> {
+    let mut catalog: Vec<String> = services
+        .iter()
+        .filter_map(|s| {
+            recipes
+                .services
+                .get(s)
+                .and_then(|r| r.identity.as_ref())
+                .map(|i| i.kind.clone())
+        })
+        .collect();
+    catalog.insert(0, "identity".into());
+    Phase {
+        name: "verify",
+        steps: vec![Box::new(bootstrap::Verify {
+            trusted_cas: |files| crate::certs::authority::Authorities::new(files).trusted_pem(),
+            values: values.clone(),
+            catalog,
+            compute_hosts: compute_host.map(str::to_string).into_iter().collect(),
+        })],
+    }
 }
 
 impl InitReport {
