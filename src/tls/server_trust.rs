@@ -58,38 +58,13 @@ pub fn system_roots() -> Result<rustls::RootCertStore> {
 /// all of it: a server that sends its handshake a byte at a time is
 /// abandoned then, not once per byte.
 pub fn fetch_server_certificate(host: &str, port: u16, timeout: Duration) -> Result<Vec<u8>> {
-    use std::net::ToSocketAddrs;
     let deadline = Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
     let presented = Presented::default();
     let config = client_config_for(&ServerTrust::Insecure, &presented)?;
     let name = ServerName::try_from(host.to_string())
         .with_context(|| format!("{host:?} is not a host name or an IP address"))?;
-    let addrs: Vec<_> = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("resolving {host}"))?
-        .collect();
-    let mut last_err = None;
-    let mut tcp = None;
-    for addr in &addrs {
-        if left().is_zero() {
-            break;
-        }
-        match std::net::TcpStream::connect_timeout(addr, left()) {
-            Ok(s) => {
-                tcp = Some(s);
-                break;
-            }
-            Err(e) => last_err = Some(e),
-        }
-    }
-    let mut tcp = match (tcp, last_err) {
-        (Some(s), _) => s,
-        (None, Some(e)) => {
-            return Err(e).with_context(|| format!("connecting to {host} port {port}"));
-        }
-        (None, None) => anyhow::bail!("{host} resolves to no address"),
-    };
+    let mut tcp = connect(host, port, deadline)?;
     let mut conn = rustls::ClientConnection::new(Arc::new(config), name)
         .context("starting a TLS handshake")?;
     let slow = || {
@@ -107,19 +82,7 @@ pub fn fetch_server_certificate(host: &str, port: u16, timeout: Duration) -> Res
         }
         tcp.set_read_timeout(Some(now_left))?;
         tcp.set_write_timeout(Some(now_left))?;
-        let step = if conn.wants_write() {
-            conn.write_tls(&mut tcp).map(|_| ())
-        } else {
-            match conn.read_tls(&mut tcp) {
-                Ok(0) => Err(std::io::ErrorKind::UnexpectedEof.into()),
-                Ok(_) => conn
-                    .process_new_packets()
-                    .map(|_| ())
-                    .map_err(std::io::Error::other),
-                Err(e) => Err(e),
-            }
-        };
-        match step {
+        match handshake_step(&mut conn, &mut tcp) {
             Ok(()) => {}
             Err(e)
                 if matches!(
@@ -141,6 +104,49 @@ pub fn fetch_server_certificate(host: &str, port: u16, timeout: Duration) -> Res
         .last()
         .map(|p| p.der)
         .with_context(|| format!("{host} port {port} presented no certificate"))
+}
+
+/// A TCP connection to the first of `host`'s addresses that takes one
+/// before `deadline`.
+fn connect(host: &str, port: u16, deadline: Instant) -> Result<std::net::TcpStream> {
+    use std::net::ToSocketAddrs;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {host}"))?
+        .collect();
+    let mut last_err = None;
+    for addr in &addrs {
+        if left().is_zero() {
+            break;
+        }
+        match std::net::TcpStream::connect_timeout(addr, left()) {
+            Ok(s) => return Ok(s),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    match last_err {
+        Some(e) => Err(e).with_context(|| format!("connecting to {host} port {port}")),
+        None => anyhow::bail!("{host} resolves to no address"),
+    }
+}
+
+/// One write or one read of the handshake.
+fn handshake_step(
+    conn: &mut rustls::ClientConnection,
+    tcp: &mut std::net::TcpStream,
+) -> std::io::Result<()> {
+    if conn.wants_write() {
+        return conn.write_tls(tcp).map(|_| ());
+    }
+    match conn.read_tls(tcp) {
+        Ok(0) => Err(std::io::ErrorKind::UnexpectedEof.into()),
+        Ok(_) => conn
+            .process_new_packets()
+            .map(|_| ())
+            .map_err(std::io::Error::other),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

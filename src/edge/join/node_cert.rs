@@ -20,7 +20,7 @@ use super::edge::{Credentials, NODE_CERT, NODE_KEY, NodeCerts, csr};
 use crate::certs::install::{Installed, install};
 use crate::certs::policy::{Standing, standing};
 use crate::deployment::Deployment;
-use crate::host::{FileSpec, Host};
+use crate::host::{FileSpec, Files, Host};
 use crate::paths::PUBLIC_CA;
 use crate::pki::{CertInfo, Pin};
 use crate::pki::{join_pem, split_pem};
@@ -126,10 +126,7 @@ pub(crate) fn check(
         return Ok(None);
     }
     let pins = trusted_pins(host)?;
-    let key_pem = files
-        .read_secret(NODE_KEY)?
-        .context("the node key is missing; join again")?;
-    let key = rcgen::KeyPair::from_pem(&key_pem).context("reading the node key")?;
+    let key = node_key(files)?;
     let csr = match reason {
         Some(why) => {
             tracing::info!("renewing this node's certificate ({why})");
@@ -137,13 +134,7 @@ pub(crate) fn check(
         }
         None => None,
     };
-    let holds = files
-        .read_string(NODE_CERT)?
-        .and_then(|pem| crate::pki::pem_der(&pem).ok())
-        .map(|der| {
-            use sha2::Digest;
-            format!("sha256:{}", hex::encode(sha2::Sha256::digest(der)))
-        });
+    let holds = held_certificate(files)?;
     let mut reply = client.certificate(
         hostname,
         creds.node_secret.expose(),
@@ -168,23 +159,7 @@ pub(crate) fn check(
     let mut done = Checked::default();
     let cas = checked_cas(&reply.trusted_cas)?;
     if let Some(cert) = &reply.certificate {
-        let info = CertInfo::from_pem(cert)
-            .context("the join service returned an unreadable certificate")?;
-        if info.spki_public_key != key.public_key_raw() {
-            bail!(
-                "the join service returned a certificate for another key; this node keeps its own"
-            );
-        }
-        files.write(NODE_CERT, cert.as_bytes(), &FileSpec::secret())?;
-        tracing::info!(
-            "renewed this node's certificate: serial {}, valid until {}",
-            info.serial,
-            info.not_after
-        );
-        done.renewed = Some((
-            info.serial.clone(),
-            crate::timefmt::rfc3339(crate::pki::lifetime::system_time(info.not_after)),
-        ));
+        done.renewed = Some(install_certificate(files, cert, &key)?);
     }
     done.trust_changed = install_trust(host, &cas)?;
     if done.trust_changed {
@@ -202,6 +177,47 @@ pub(crate) fn check(
     done.installed = install_node_copies(recipes, host)?;
     save_state(host, &reply, unix)?;
     Ok(Some(done))
+}
+
+fn node_key(files: &Files) -> Result<rcgen::KeyPair> {
+    let key_pem = files
+        .read_secret(NODE_KEY)?
+        .context("the node key is missing; join again")?;
+    rcgen::KeyPair::from_pem(&key_pem).context("reading the node key")
+}
+
+/// The fingerprint (`sha256:HEX` of the DER) of the certificate this node
+/// holds, if it holds a readable one.
+fn held_certificate(files: &Files) -> Result<Option<String>> {
+    use sha2::Digest;
+    Ok(files
+        .read_string(NODE_CERT)?
+        .and_then(|pem| crate::pki::pem_der(&pem).ok())
+        .map(|der| format!("sha256:{}", hex::encode(sha2::Sha256::digest(der)))))
+}
+
+/// Install a renewed certificate, refused unless it is for this node's
+/// key; its serial and end.
+fn install_certificate(
+    files: &Files,
+    cert: &str,
+    key: &rcgen::KeyPair,
+) -> Result<(String, String)> {
+    let info =
+        CertInfo::from_pem(cert).context("the join service returned an unreadable certificate")?;
+    if info.spki_public_key != key.public_key_raw() {
+        bail!("the join service returned a certificate for another key; this node keeps its own");
+    }
+    files.write(NODE_CERT, cert.as_bytes(), &FileSpec::secret())?;
+    tracing::info!(
+        "renewed this node's certificate: serial {}, valid until {}",
+        info.serial,
+        info.not_after
+    );
+    Ok((
+        info.serial.clone(),
+        crate::timefmt::rfc3339(crate::pki::lifetime::system_time(info.not_after)),
+    ))
 }
 
 /// The pins of the CAs this node trusts now.

@@ -39,6 +39,51 @@ impl Runner for SystemRunner {
 }
 
 fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
+    let mut child = command(cmd)?
+        .spawn()
+        .with_context(|| format!("{}: cannot start `{}`", cmd.description, cmd.program))?;
+    let stdin_thread = match (child.stdin.take(), &cmd.stdin) {
+        (Some(mut pipe), Some(input)) => {
+            let bytes = input.expose().as_bytes().to_vec();
+            // A broken pipe (the program exits without reading) is not our
+            // error; the exit status tells.
+            Some(std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            }))
+        }
+        _ => None,
+    };
+    let stdout = read_in_thread(child.stdout.take());
+    let stderr = read_in_thread(child.stderr.take());
+
+    let Some(status) = wait_or_kill(&mut child, cmd.timeout)? else {
+        let err_tail = tail_lines(&join_reader(stderr), STDERR_TAIL_LINES);
+        bail!(
+            "{}: `{}` did not finish within {}s and was killed{}",
+            cmd.description,
+            cmd.command_line(),
+            cmd.timeout.as_secs(),
+            if err_tail.is_empty() {
+                String::new()
+            } else {
+                format!("; its last output:\n{err_tail}")
+            }
+        );
+    };
+    if let Some(t) = stdin_thread {
+        let _ = t.join();
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let _ = status.signal();
+    Ok(CmdOutput {
+        code: status.code(),
+        stdout: join_reader(stdout),
+        stderr: join_reader(stderr),
+    })
+}
+
+/// The process `cmd` describes, its stdin, stdout and stderr set up.
+fn command(cmd: &Cmd) -> Result<Command> {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(&cmd.program);
     let stdin = match (&cmd.stdin_file, &cmd.stdin) {
@@ -80,63 +125,32 @@ fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
     if let Some(dir) = &cmd.cwd {
         c.current_dir(dir);
     }
-    let mut child = c
-        .spawn()
-        .with_context(|| format!("{}: cannot start `{}`", cmd.description, cmd.program))?;
-    let pid = child.id() as i32;
+    Ok(c)
+}
 
-    let stdin_thread = match (child.stdin.take(), &cmd.stdin) {
-        (Some(mut pipe), Some(input)) => {
-            let bytes = input.expose().as_bytes().to_vec();
-            // A broken pipe (the program exits without reading) is not our
-            // error; the exit status tells.
-            Some(std::thread::spawn(move || {
-                let _ = pipe.write_all(&bytes);
-            }))
-        }
-        _ => None,
-    };
-    let stdout = read_in_thread(child.stdout.take());
-    let stderr = read_in_thread(child.stderr.take());
-
-    let deadline = Instant::now() + cmd.timeout;
+/// Wait for `child` to exit; `None` when `timeout` passed first, its
+/// process group killed.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> Result<Option<std::process::ExitStatus>> {
+    let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(5);
-    let status = loop {
+    loop {
         if let Some(status) = child.try_wait().context("waiting for a command")? {
-            break status;
+            return Ok(Some(status));
         }
         if Instant::now() >= deadline {
             let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
+                nix::unistd::Pid::from_raw(child.id() as i32),
                 nix::sys::signal::Signal::SIGKILL,
             );
             let _ = child.wait();
-            let err_tail = tail_lines(&join_reader(stderr), STDERR_TAIL_LINES);
-            bail!(
-                "{}: `{}` did not finish within {}s and was killed{}",
-                cmd.description,
-                cmd.command_line(),
-                cmd.timeout.as_secs(),
-                if err_tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its last output:\n{err_tail}")
-                }
-            );
+            return Ok(None);
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
-    };
-    if let Some(t) = stdin_thread {
-        let _ = t.join();
     }
-    use std::os::unix::process::ExitStatusExt;
-    let _ = status.signal();
-    Ok(CmdOutput {
-        code: status.code(),
-        stdout: join_reader(stdout),
-        stderr: join_reader(stderr),
-    })
 }
 
 type Reader = Option<std::thread::JoinHandle<Vec<u8>>>;
