@@ -76,12 +76,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             // the root the pages are written under.
             let out = crate::host::Files::new(&args.out_dir, false);
             for (name, text) in man::pages() {
-                out.write(
-                    format!("/{name}"),
-                    &text,
-                    &crate::host::FileSpec::public(),
-                )
-                .with_context(|| format!("writing {}", args.out_dir.join(&name).display()))?;
+                out.write(format!("/{name}"), &text, &crate::host::FileSpec::public())
+                    .with_context(|| format!("writing {}", args.out_dir.join(&name).display()))?;
             }
             Ok(ExitCode::SUCCESS)
         }
