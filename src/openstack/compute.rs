@@ -49,7 +49,7 @@ pub struct HostView {
 }
 
 /// This control plane's nova and placement, as its admin.
-pub struct Nova {
+pub(super) struct Nova {
     cloud: Cloud,
     host: Host,
 }

@@ -11,7 +11,7 @@ use crate::centre::sites::{
 };
 use crate::host::Host;
 use crate::openstack::accounts::NodeAccounts;
-use crate::openstack::compute::{ComputeCloud, Nova};
+use crate::openstack::compute::ComputeCloud;
 use crate::openstack::southbound::admission;
 use crate::passwords::PasswordStore;
 use crate::secrets::{random_string, stored_hash};
@@ -257,8 +257,8 @@ pub fn node_status(
 ) -> Result<NodeStatus, Refusal> {
     let registry = Registry::new(&host.files);
     let (node, site) = authenticated_node(&registry, hostname, bearer)?;
-    let nova = Nova::admin(host).map_err(internal)?;
-    let view = (nova.host_view(hostname, site.aggregate_id)).map_err(internal)?;
+    let compute = crate::openstack::compute_cloud(host).map_err(internal)?;
+    let view = (compute.host_view(hostname, site.aggregate_id)).map_err(internal)?;
     Ok(NodeStatus {
         site: site.name,
         compute_service: view.compute_service,

@@ -10,8 +10,9 @@ use crate::centre::sites::progress::{Phase, ProgressStore};
 use crate::centre::sites::{NodeRecord, NodeState, Registry};
 use crate::host::Host;
 use crate::openstack::PlaneState;
-use crate::openstack::compute::{ComputeCloud, Nova};
-use crate::openstack::southbound::{OvnSouthbound, Southbound};
+use crate::openstack::compute::ComputeCloud;
+use crate::openstack::southbound::Southbound;
+use crate::openstack::{compute_cloud, southbound};
 use crate::timefmt::rfc3339;
 use anyhow::Result;
 use std::time::{Duration, SystemTime};
@@ -23,10 +24,8 @@ pub const INTERVAL: Duration = Duration::from_secs(5);
 /// service runs: place what registered, record what finished, and show
 /// neutron the chassis options it reads.
 pub fn run(host: &Host) {
-    let compute = || Ok(Box::new(Nova::admin(host)?) as Box<dyn ComputeCloud>);
-    let southbound = OvnSouthbound {
-        runner: host.runner.as_ref(),
-    };
+    let compute = || Ok(Box::new(compute_cloud(host)?) as Box<dyn ComputeCloud>);
+    let southbound = southbound(host.runner.as_ref());
     loop {
         if let Err(e) = place_pending(host, &compute) {
             tracing::warn!("placing joined hosts: {e:#}");

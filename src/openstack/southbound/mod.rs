@@ -27,7 +27,7 @@ pub trait Southbound {
 }
 
 /// The southbound of the control plane this runner runs on.
-pub struct OvnSouthbound<'a> {
+pub(super) struct OvnSouthbound<'a> {
     pub runner: &'a dyn Runner,
 }
 
