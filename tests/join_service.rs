@@ -90,7 +90,7 @@ fn joins_and_refusals_over_https() {
     // Its certificate comes from a CA of its own, which the OVN SB trusts
     // (and the dcn CA did not sign: the SB does not trust that one).
     let record = reg.node("node1").unwrap().unwrap();
-    let node_ca = record.ovn_ca.clone().unwrap();
+    let node_ca = record.southbound_ca.clone().unwrap();
     dcn::pki::verify_issued_by(&node_ca, &reply.node_certificate).unwrap();
     assert!(dcn::pki::verify_issued_by(cp.ca.cert_pem(), &reply.node_certificate).is_err());
     let admitted = cp

@@ -218,7 +218,7 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
             .serial,
         second.serial
     );
-    assert_eq!(record.previous_ovn_cas.len(), 1);
+    assert_eq!(record.previous_southbound_cas.len(), 1);
     assert_eq!(admitted(&cp), 2);
 
     // Two seconds on, less than 90 % of it is left: the timer's check
@@ -240,7 +240,7 @@ fn a_node_renews_with_its_own_key_and_hostile_checks_change_nothing() {
     let now_held = node.cert().serial;
     let restored = dcn::centre::sites::NodeRecord {
         certificate: record.certificate.clone(),
-        ovn_ca: record.ovn_ca.clone(),
+        southbound_ca: record.southbound_ca.clone(),
         ..node_record(&cp, "node1")
     };
     Registry::new(&cp.files).save_node(&restored).unwrap();

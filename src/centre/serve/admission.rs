@@ -150,15 +150,15 @@ pub(super) fn node_record(
         state: existing.map(|n| n.state).unwrap_or(NodeState::Joined),
         placed_at: existing.and_then(|n| n.placed_at.clone()),
         key_pin: Some(issued.key_pin.clone()),
-        ovn_ca: Some(issued.ca_pem.clone()),
+        southbound_ca: Some(issued.ca_pem.clone()),
         // A join again (same key) keeps the earlier certificates'
         // sessions until they expire.
-        previous_ovn_cas: existing
+        previous_southbound_cas: existing
             .map(|n| {
                 admission::unexpired(
-                    n.previous_ovn_cas
+                    n.previous_southbound_cas
                         .iter()
-                        .chain(&n.ovn_ca)
+                        .chain(&n.southbound_ca)
                         .cloned()
                         .collect(),
                 )

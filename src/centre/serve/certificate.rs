@@ -111,10 +111,10 @@ fn renew(
             ),
         ));
     }
-    let mut previous = std::mem::take(&mut node.previous_ovn_cas);
-    previous.extend(node.ovn_ca.take());
-    node.previous_ovn_cas = admission::unexpired(previous);
-    node.ovn_ca = Some(issued.ca_pem);
+    let mut previous = std::mem::take(&mut node.previous_southbound_cas);
+    previous.extend(node.southbound_ca.take());
+    node.previous_southbound_cas = admission::unexpired(previous);
+    node.southbound_ca = Some(issued.ca_pem);
     node.certificate = Some(issued.cert_pem.clone());
     Ok(issued.cert_pem)
 }

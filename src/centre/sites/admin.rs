@@ -178,7 +178,7 @@ pub fn revoke_site(recipes: &Recipes, host: &Host, name: &str) -> Result<()> {
         // Dead for good: a re-admitted site's hosts join with a new token.
         node.secret_hash = String::new();
         node.key_pin = None;
-        node.ovn_ca = None;
+        node.southbound_ca = None;
         registry.save_node(&node)?;
         members.push(node.hostname);
     }
@@ -227,7 +227,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
     let mut dead = node.clone();
     dead.secret_hash = String::new();
     dead.key_pin = None;
-    dead.ovn_ca = None;
+    dead.southbound_ca = None;
     registry.save_node(&dead)?;
     southbound_members::admit(&host.files)?;
     let site = registry.site(&node.site)?;

@@ -67,14 +67,18 @@ pub struct NodeRecord {
     /// The node's own CA certificate (PEM), which signed its certificate and
     /// nothing else: the OVN southbound trusts it while the node is a
     /// member ([`super::southbound_members`]).
-    #[serde(default)]
-    pub ovn_ca: Option<String>,
+    #[serde(default, rename = "ovnCa")]
+    pub southbound_ca: Option<String>,
     /// The CAs of the node's earlier certificates, trusted by the SB until
     /// they expire (each lives as long as the certificate it signed): an
     /// open session made with one goes on, a new one uses the new
     /// certificate.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub previous_ovn_cas: Vec<String>,
+    #[serde(
+        default,
+        rename = "previousOvnCas",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub previous_southbound_cas: Vec<String>,
     /// The node's certificate (PEM), as last issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate: Option<String>,
@@ -101,8 +105,8 @@ impl NodeRecord {
             state,
             placed_at: None,
             key_pin: None,
-            ovn_ca: None,
-            previous_ovn_cas: vec![],
+            southbound_ca: None,
+            previous_southbound_cas: vec![],
             certificate: None,
             trusted_cas: vec![],
             config: None,
@@ -251,6 +255,22 @@ impl<'a> Registry<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_keeps_the_names_its_record_was_written_with() {
+        let node = NodeRecord {
+            southbound_ca: Some("CA".into()),
+            previous_southbound_cas: vec!["OLD".into()],
+            ..NodeRecord::for_test("edge1-n1", "edge1", NodeState::Joined)
+        };
+        let json = serde_json::to_value(&node).unwrap();
+        assert_eq!(
+            (&json["ovnCa"], &json["previousOvnCas"][0]),
+            (&"CA".into(), &"OLD".into())
+        );
+        let back: NodeRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back.previous_southbound_cas, ["OLD"]);
+    }
 
     #[test]
     fn records_round_trip_with_private_modes() {

@@ -27,8 +27,8 @@ pub fn admit(files: &Files) -> Result<usize> {
         .iter()
         .filter_map(|n| {
             Some(Member {
-                current_ca: n.ovn_ca.as_deref()?,
-                previous_cas: &n.previous_ovn_cas,
+                current_ca: n.southbound_ca.as_deref()?,
+                previous_cas: &n.previous_southbound_cas,
             })
         })
         .collect();

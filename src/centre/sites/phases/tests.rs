@@ -56,8 +56,8 @@ fn site_status_shows_silent_and_failed_hosts_and_joined_nodes() {
             state: crate::centre::sites::NodeState::Placed,
             placed_at: Some(rfc3339(now)),
             key_pin: None,
-            ovn_ca: None,
-            previous_ovn_cas: vec![],
+            southbound_ca: None,
+            previous_southbound_cas: vec![],
             certificate: None,
             trusted_cas: vec![],
             config: config.map(|(revision, error)| {
