@@ -11,7 +11,7 @@ pub mod secrets;
 use crate::centre::control_plane::{identity, values};
 use crate::config::StandaloneConfig;
 use crate::deploy::Plan;
-use crate::engine::{self, Outcome, Phase, RunReport, Step};
+use crate::engine::{self, Outcome, Phase, RunReport};
 use crate::host::Host;
 use crate::openstack::bootstrap;
 use crate::passwords::PasswordStore;
@@ -299,20 +299,15 @@ fn control_plane_phases(
     roles: &[&str],
     hostname: &str,
 ) -> Result<Vec<(PhaseName, Phase<'static>)>> {
-    let rabbit = crate::secrets::Secret::new(values.password["rabbitmq_controlplane"].clone());
     let infrastructure = plan.service_phase(
         ServicePhase::Infrastructure,
         "infrastructure",
-        extra_steps(
-            "rabbitmq",
-            Box::new(bootstrap::RabbitUsers { password: rabbit }),
-        ),
+        bootstrap::after_messaging(values),
     )?;
-    let catalog = bootstrap::Catalog::new(recipes, services, values.clone())?;
     let identity = plan.service_phase(
         ServicePhase::Identity,
         "identity",
-        extra_steps("keystone", Box::new(catalog)),
+        bootstrap::after_identity(recipes, services, values.clone())?,
     )?;
     let mut services_phase =
         plan.service_phase(ServicePhase::Services, "services", BTreeMap::new())?;
@@ -349,11 +344,6 @@ fn control_plane_phases(
             },
         ),
     ])
-}
-
-/// A step added to one service's part of a service phase.
-fn extra_steps(service: &str, step: Box<dyn Step>) -> BTreeMap<String, Vec<Box<dyn Step>>> {
-    BTreeMap::from([(service.to_string(), vec![step])])
 }
 
 /// The last check: the catalog lists every deployed service's type and,
