@@ -29,6 +29,12 @@ pub fn refused_joins_change_nothing(lab: &Lab) -> String {
         ],
     );
     hand_over(lab, "cp", "edge3", "/root/edge3.tar.gz");
+    // edge3's join with its bundle and `extra`, which must fail.
+    let refused = |extra: &[&str]| {
+        let mut args = vec!["dcn", "join", "/root/edge3.tar.gz", "--ca-pin", &pin];
+        args.extend_from_slice(extra);
+        lab.fails_on("edge3", &args)
+    };
     let bad_pin = format!("sha256:{}", "0".repeat(64));
     let out = lab.fails_on(
         "edge3",
@@ -37,18 +43,7 @@ pub fn refused_joins_change_nothing(lab: &Lab) -> String {
     assert!(out.to_lowercase().contains("pin"), "{out}");
     untouched(lab, "edge3");
     // The site's token cannot join a host as the control plane itself.
-    let out = lab.fails_on(
-        "edge3",
-        &[
-            "dcn",
-            "join",
-            "/root/edge3.tar.gz",
-            "--ca-pin",
-            &pin,
-            "--hostname",
-            "cp",
-        ],
-    );
+    let out = refused(&["--hostname", "cp"]);
     assert!(
         out.contains("name-reserved") && out.contains("control plane's own host name"),
         "{out}"
@@ -69,18 +64,7 @@ pub fn refused_joins_change_nothing(lab: &Lab) -> String {
     untouched(lab, "edge3");
 
     assert!(lab.lab(&["link", "edge3", "down"]).status.success());
-    let out = lab.fails_on(
-        "edge3",
-        &[
-            "dcn",
-            "join",
-            "/root/edge3.tar.gz",
-            "--ca-pin",
-            &pin,
-            "--timeout",
-            "20s",
-        ],
-    );
+    let out = refused(&["--timeout", "20s"]);
     assert!(
         out.contains("did not answer within the join timeout"),
         "{out}"
