@@ -27,11 +27,14 @@ pub(super) fn image(cmd: ImageCommand, recipes: &Recipes) -> Result<ExitCode> {
             let report = build::build(
                 recipes,
                 &runner,
+                // The tools the build runs (debootstrap, chroot, mounts) are
+                // handed these paths from elsewhere than the operator's
+                // directory, and debootstrap refuses a relative cache.
                 &build::BuildOptions {
-                    recipe: args.recipe,
-                    output: args.output,
-                    cache: args.cache,
-                    dcn_binary,
+                    recipe: std::path::absolute(&args.recipe)?,
+                    output: std::path::absolute(&args.output)?,
+                    cache: std::path::absolute(&args.cache)?,
+                    dcn_binary: std::path::absolute(&dcn_binary)?,
                     refresh: args.refresh,
                 },
             )?;

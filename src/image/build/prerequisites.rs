@@ -51,6 +51,16 @@ pub(super) fn check_prerequisites(opts: &BuildOptions) -> Result<()> {
             opts.dcn_binary.display()
         );
     }
+    // Found now, not by xorriso at the end of a build of minutes.
+    if let Some(folder) = opts.output.parent()
+        && !folder.as_os_str().is_empty()
+        && !folder.is_dir()
+    {
+        bail!(
+            "the output's folder {} does not exist; create it, or give -o a path in an existing folder",
+            folder.display()
+        );
+    }
     Ok(())
 }
 
