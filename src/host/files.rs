@@ -6,6 +6,8 @@
 //! and are skipped when nothing would change. In dry-run mode nothing is
 //! written; the would-be changes and their diffs are collected instead.
 
+mod atomic;
+use atomic::sync_dir;
 mod spec;
 mod tree;
 
@@ -15,7 +17,6 @@ use super::read::{self, ReadError, ReadSpec};
 use super::users;
 use anyhow::{Context, Result, bail};
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
@@ -181,38 +182,6 @@ impl Files {
             path.display()
         );
         Ok(change)
-    }
-
-    fn write_atomic(&self, hp: &Path, contents: &[u8], spec: &FileSpec) -> Result<()> {
-        self.put_atomically(hp, spec, |f| f.write_all(contents))
-    }
-
-    /// Put a new file at `hp` in one step: a temporary file beside it gets
-    /// `spec`'s mode and owner, then what `fill` writes, goes to the disk
-    /// and is renamed into place, so a cut leaves the old file or the new
-    /// one. Missing parent directories are created 0755.
-    fn put_atomically(
-        &self,
-        hp: &Path,
-        spec: &FileSpec,
-        fill: impl FnOnce(&mut fs::File) -> std::io::Result<()>,
-    ) -> Result<()> {
-        let parent = hp.parent().context("a file path has a parent")?;
-        if !parent.exists() {
-            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        }
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".dcn-")
-            .tempfile_in(parent)
-            .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
-        // Mode before contents, so a secret is never readable by others, not
-        // even for an instant.
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(spec.mode))?;
-        self.chown(tmp.path(), spec)?;
-        fill(tmp.as_file_mut())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(hp).map_err(|e| e.error)?;
-        sync_dir(parent)
     }
 
     /// Make sure `path` is a directory with `spec`'s mode and owner.
@@ -397,13 +366,6 @@ fn text_diff(path: &str, old: &[u8], new: &[u8]) -> String {
             .to_string(),
         _ => format!("(binary contents, {} bytes)", new.len()),
     }
-}
-
-/// Put a directory's entries (a rename, a removal) on the disk.
-fn sync_dir(dir: &Path) -> Result<()> {
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("flushing the directory {} to disk", dir.display()))
 }
 
 #[cfg(test)]

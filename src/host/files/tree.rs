@@ -4,7 +4,8 @@
 //! images, not only on small configuration files; these go through the
 //! same root and the same dry-run rule as every write.
 
-use super::{Change, Files, sync_dir};
+use super::atomic::sync_dir;
+use super::{Change, Files};
 use crate::host::files::FileSpec;
 use anyhow::{Context, Result};
 use std::fs;
