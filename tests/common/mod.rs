@@ -302,19 +302,22 @@ impl Lab {
                     &g.host,
                     &[
                         "ovs-vsctl",
-                        "--columns=name,ofport,error",
+                        "--columns=name,ofport,error,external_ids",
                         "list",
                         "interface",
                     ],
                 );
                 panic!(
                     "guest {} on {} does not work within {}s; br-int created {} times; \
-                     its interfaces:\n{}its reports:\n{:#?}",
+                     its interfaces:\n{}the ports ovn-controller claimed:\n{}\
+                     the host's guests' consoles:\n{}its reports:\n{:#?}",
                     g.name,
                     g.host,
                     limit.as_secs(),
                     self.br_int_creations(&g.host),
                     String::from_utf8_lossy(&ports.stdout),
+                    self.claims(&g.host),
+                    self.console_tails(&g.host),
                     boots
                         .last()
                         .map(|b| b.events.iter().rev().take(12).collect::<Vec<_>>())
@@ -322,6 +325,43 @@ impl Lab {
             }
             std::thread::sleep(std::time::Duration::from_secs(3));
         }
+    }
+
+    /// The lines of `host`'s ovn-controller log that claim or release a
+    /// port: whether a guest that is not on the network was ever bound.
+    pub fn claims(&self, host: &str) -> String {
+        let log = std::fs::read_to_string(self.host_path(host, "/var/log/ovn/ovn-controller.log"))
+            .unwrap_or_default();
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| {
+                l.contains("Claiming") || l.contains("Releasing") || l.contains("ovn-installed")
+            })
+            .collect();
+        let start = lines.len().saturating_sub(20);
+        lines[start..].iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// The last lines of every guest console on `host`: a guest that
+    /// fails its neighbour checks often fails because the neighbour never
+    /// booted or never got its address, which only its own console shows.
+    pub fn console_tails(&self, host: &str) -> String {
+        let dir = self.host_path(host, "/var/lib/nova/instances");
+        let mut out = String::new();
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(text) = std::fs::read(entry.path().join("console.log")) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&text);
+            let lines: Vec<&str> = text.lines().collect();
+            let start = lines.len().saturating_sub(8);
+            out.push_str(&format!("{}:\n", entry.file_name().to_string_lossy()));
+            for l in &lines[start..] {
+                let cut: String = l.chars().take(200).collect();
+                out.push_str(&format!("  {cut}\n"));
+            }
+        }
+        out
     }
 
     /// How many times ovs-vswitchd has created `host`'s br-int (its log
