@@ -74,6 +74,35 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
+        LabCommand::Scale(args) => {
+            let report = args.report.unwrap_or_else(|| args.dir.dir.join("scale"));
+            let r = crate::lab::scale::run(&crate::lab::scale::ScaleOptions {
+                dir: args.dir.dir,
+                steps: args.hosts,
+                per_site: args.per_site as usize,
+                per_carrier: args.per_carrier as usize,
+                window: args.window,
+                settle: args.settle,
+                report: report.clone(),
+            })?;
+            print!("{}", r.markdown());
+            println!("\nThe report is in {}.", report.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Chassis(args) => {
+            let joins = crate::lab::scale::chassis::join_and_start(
+                recipes,
+                &crate::lab::scale::chassis::ChassisOptions {
+                    bundle: args.bundle,
+                    ca_pin: args.ca_pin,
+                    hosts: args.hosts,
+                    state: args.state,
+                    timeout: std::time::Duration::from_secs(20 * 60),
+                },
+            )?;
+            println!("{}", serde_json::to_string(&joins)?);
+            Ok(ExitCode::SUCCESS)
+        }
         LabCommand::Link { dir, host, state } => {
             crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;
             println!(

@@ -72,6 +72,18 @@ pub enum LabCommand {
         #[arg(long, value_enum, default_value_t)]
         output: OutputFormat,
     },
+    /// Measure how the control plane's cost grows with edge hosts (docs/scale.md)
+    ///
+    /// The lab's spare edge containers carry simulated edge hosts, HOSTS-PER-SITE per site:
+    /// each joined through the real join path, each a real ovn-controller with its own
+    /// chassis and node certificate. The idle control plane is measured first, then each
+    /// fleet size of --hosts in turn: every chassis up, a pause, a window of CPU, PSS and
+    /// TCP connections per control-plane unit. The report (report.json, report.md,
+    /// curve.svg) is rewritten after each step.
+    Scale(LabScaleArgs),
+    /// Join simulated edge hosts and start their chassis (inside a carrier; run by `dcn lab scale`)
+    #[command(hide = true)]
+    Chassis(LabChassisArgs),
     /// Cut or restore a host's network link, as a WAN failure would
     Link {
         #[command(flatten)]
@@ -81,6 +93,58 @@ pub enum LabCommand {
         /// down cuts the link, up restores it
         state: LinkState,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct LabScaleArgs {
+    #[command(flatten)]
+    pub dir: LabDirArgs,
+    /// The fleet sizes measured, growing, e.g. 10,100,300
+    #[arg(long, value_name = "N,N,…", value_parser = crate::lab::scale::parse_steps)]
+    // A path, not `Vec`: clap takes the parsed list as one value.
+    pub hosts: std::vec::Vec<usize>,
+    /// Simulated hosts per site (each site an availability zone and aggregate)
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub per_site: u64,
+    /// Simulated hosts per carrier container (each shares its Open vSwitch)
+    #[arg(long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=30))]
+    pub per_carrier: u64,
+    /// Each measurement window (the figures use 10m)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub window: std::time::Duration,
+    /// The pause after a step's chassis are all up, before its window
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = humantime::parse_duration)]
+    pub settle: std::time::Duration,
+    /// Where the report goes (default DIR/scale)
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LabChassisArgs {
+    /// The site's join bundle
+    #[arg(long, value_name = "FILE")]
+    pub bundle: PathBuf,
+    /// The CA pin `dcn bundle export` printed
+    #[arg(long, value_name = "PIN")]
+    pub ca_pin: crate::pki::Pin,
+    /// A simulated host and its tunnel address (repeatable)
+    #[arg(long = "host", value_name = "NAME=ADDRESS", value_parser = parse_sim_host)]
+    pub hosts: Vec<(String, std::net::Ipv4Addr)>,
+    /// Where each host keeps its join state
+    #[arg(long, value_name = "DIR", default_value = crate::lab::scale::chassis::DEFAULT_STATE)]
+    pub state: PathBuf,
+}
+
+fn parse_sim_host(s: &str) -> Result<(String, std::net::Ipv4Addr), String> {
+    let (name, address) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: give NAME=ADDRESS"))?;
+    let name: crate::types::Hostname = name.parse()?;
+    let address = address
+        .parse()
+        .map_err(|_| format!("{address:?} is not an IPv4 address"))?;
+    Ok((name.to_string(), address))
 }
 
 #[derive(Debug, Args)]
@@ -97,8 +161,8 @@ pub struct LabUpArgs {
     /// Number of edge sites, one host each, each on its own routed subnet
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=50))]
     pub edges: u8,
-    /// Extra edge hosts booted but not joined, to join by hand
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
+    /// Extra edge hosts booted but not joined: to join by hand, or to carry the simulated hosts of `dcn lab scale`
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=40))]
     pub spare: u8,
     /// Edges install their packages during `dcn join` instead of finding them preinstalled
     #[arg(long)]

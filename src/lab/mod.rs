@@ -21,6 +21,7 @@ mod procfs;
 mod repo;
 mod report;
 pub(crate) mod rootfs;
+pub mod scale;
 mod state;
 mod sweep;
 pub mod tempest;

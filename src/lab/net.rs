@@ -147,6 +147,25 @@ pub fn create_host(runner: &dyn Runner, net: &HostNet) -> Result<()> {
     Ok(())
 }
 
+/// Give a host's uplink one more address on its subnet (a simulated
+/// edge host's tunnel endpoint), unless it has it.
+pub fn add_address(runner: &dyn Runner, netns: &str, address: Ipv4Addr) -> Result<()> {
+    let out = runner.run(
+        &Cmd::new(format!("listing the addresses in {netns}"), "ip")
+            .args(["-n", netns, "-o", "addr", "show", "dev", "eth0"])
+            .read_only(),
+    )?;
+    if out.stdout.contains(&format!(" {address}/")) {
+        return Ok(());
+    }
+    let cidr = format!("{address}/24");
+    ip(
+        runner,
+        format!("adding {address} in {netns}"),
+        &["-n", netns, "addr", "add", &cidr, "dev", "eth0"],
+    )
+}
+
 /// Turn a host's uplink into a bridge, for a namespace that carries VMs as
 /// well as its own address (the bare-metal site): `br0` (no STP, no
 /// forwarding delay, so a VM's first DHCP or ARP passes at once) enslaves

@@ -121,7 +121,7 @@ pub fn deploy(
 }
 
 /// The control plane's names in /etc/hosts, in a block dcn owns.
-fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
+pub(crate) fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
     const BEGIN: &str = "# BEGIN dcn: control plane (managed by dcn join)";
     const END: &str = "# END dcn";
     let current = files.read_string(HOSTS)?.unwrap_or_default();

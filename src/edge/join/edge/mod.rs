@@ -7,6 +7,8 @@ mod compute;
 mod credentials;
 
 pub use compute::deploy;
+// The scale harness writes a carrier's view of the control plane as an edge does.
+pub(crate) use compute::write_hosts;
 // For the recipes' render tests, which render an edge's values.
 pub(crate) use compute::NodeCerts;
 #[cfg(test)]

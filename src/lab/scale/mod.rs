@@ -1,0 +1,270 @@
+//! `dcn lab scale`: how the control plane's cost grows with the number of
+//! edge hosts, measured in the lab (docs/scale.md).
+//!
+//! The lab's spare edge containers carry simulated edge hosts ([`plan`]):
+//! each is joined through dcn's real join path and runs a real
+//! `ovn-controller` with its own chassis ([`chassis`], run inside the
+//! carrier as `dcn lab chassis`). The harness first measures the idle
+//! control plane, then grows the fleet step by step; after each step it
+//! waits until every chassis answers the southbound, lets the control
+//! plane settle, and measures a window: CPU, PSS and TCP connections of
+//! every control-plane unit ([`sample`]). The report ([`report`]) fits the
+//! cost per host and draws the curve.
+
+pub mod chassis;
+mod curve;
+mod plan;
+mod report;
+mod sample;
+
+pub use report::{ScaleReport, Step};
+
+use super::nsenter::ContainerRunner;
+use super::state::{HostState, LabState};
+use crate::host::command::{Cmd, Runner, SystemRunner};
+use crate::host::{FileSpec, Files};
+use crate::openstack::PlaneState;
+use crate::openstack::southbound::Southbound;
+use anyhow::{Context, Result, bail};
+use plan::SimHost;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Options of `dcn lab scale`.
+#[derive(Debug, Clone)]
+pub struct ScaleOptions {
+    pub dir: PathBuf,
+    /// The fleet sizes measured, growing (`10,100,300`).
+    pub steps: Vec<usize>,
+    pub per_site: usize,
+    pub per_carrier: usize,
+    /// Each measurement window.
+    pub window: Duration,
+    /// The pause after a step's chassis are all up, before its window.
+    pub settle: Duration,
+    /// Where the report goes (report.json, report.md, curve.svg).
+    pub report: PathBuf,
+}
+
+/// Parse `--hosts 10,100,300`.
+pub fn parse_steps(list: &str) -> Result<Vec<usize>> {
+    plan::steps(list)
+}
+
+/// Run the harness against the lab in `opts.dir`.
+pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
+    super::require_root()?;
+    let files = Files::new("/", false);
+    let state = LabState::load(&files, &opts.dir)?
+        .with_context(|| format!("no lab in {}: run `dcn lab up` first", opts.dir.display()))?;
+    let cp = state.host("cp")?;
+    let cp_init = cp.init_pid.context("the control plane is not running")?;
+    let carriers = carriers(&state)?;
+    let largest = *opts.steps.last().context("no fleet size given")?;
+    let layout = plan::layout(largest, opts.per_site, opts.per_carrier, &carriers)?;
+    let harness = Harness {
+        files: &files,
+        state: &state,
+        cp_runner: ContainerRunner::new(cp_init),
+        cp_init,
+        opts,
+    };
+    let mut report = ScaleReport::new(opts)?;
+    tracing::info!(
+        "measuring the idle control plane for {}",
+        humantime::format_duration(opts.window)
+    );
+    report.steps.push(harness.measure(0, Vec::new(), 0.0));
+    report.write(&files, &opts.report)?;
+    let mut joined = 0;
+    for &n in &opts.steps {
+        let new = &layout[joined..n];
+        tracing::info!("growing the fleet from {joined} to {n} simulated edge hosts");
+        let joins = harness.add(new)?;
+        let started = Instant::now();
+        harness.wait_chassis_up(&layout[..n])?;
+        let up = started.elapsed().as_secs_f64();
+        tracing::info!("  all {n} chassis up {up:.0}s after the last join");
+        std::thread::sleep(opts.settle);
+        report.steps.push(harness.measure(n, joins, up));
+        report.write(&files, &opts.report)?;
+        joined = n;
+    }
+    report.fit();
+    report.write(&files, &opts.report)?;
+    Ok(report)
+}
+
+/// The spare edge containers (no site), with their addresses.
+fn carriers(state: &LabState) -> Result<Vec<(String, Ipv4Addr)>> {
+    let mut v: Vec<(String, Ipv4Addr)> = (state.hosts.iter())
+        .filter(|h| h.role == "edge" && h.site.is_none())
+        .map(|h| Ok((h.name.clone(), h.address.parse()?)))
+        .collect::<Result<_>>()?;
+    v.sort_by_key(|(name, _)| name.trim_start_matches("edge").parse::<u32>().unwrap_or(0));
+    if v.is_empty() {
+        bail!(
+            "the lab has no spare edge hosts to carry simulated ones: bring it up with `dcn lab up --spare K` (K = hosts / {})",
+            plan::MAX_PER_CARRIER
+        );
+    }
+    Ok(v)
+}
+
+/// The lab, as the harness drives it.
+struct Harness<'a> {
+    files: &'a Files,
+    state: &'a LabState,
+    cp_runner: ContainerRunner,
+    cp_init: u32,
+    opts: &'a ScaleOptions,
+}
+
+impl Harness<'_> {
+    /// Join `hosts` (their sites' bundles exported first) and start their
+    /// chassis, every carrier at once. Returns each join's time.
+    fn add(&self, hosts: &[SimHost]) -> Result<Vec<chassis::ChassisJoin>> {
+        let sites: BTreeSet<&str> = hosts.iter().map(|h| h.site.as_str()).collect();
+        let mut pins = BTreeMap::new();
+        for site in sites {
+            pins.insert(site.to_string(), self.export(site)?);
+        }
+        let mut by_carrier: BTreeMap<(&str, &str), Vec<&SimHost>> = BTreeMap::new();
+        for h in hosts {
+            by_carrier
+                .entry((h.carrier.as_str(), h.site.as_str()))
+                .or_default()
+                .push(h);
+        }
+        let results: Vec<Result<Vec<chassis::ChassisJoin>>> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = (by_carrier.iter())
+                .map(|((carrier, site), hosts)| {
+                    let pin = &pins[*site];
+                    scope.spawn(move || self.join_on(carrier, site, pin, hosts))
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|j| {
+                    j.join()
+                        .unwrap_or_else(|_| bail!("a carrier's thread panicked"))
+                })
+                .collect()
+        });
+        let mut joins = Vec::new();
+        for r in results {
+            joins.extend(r?);
+        }
+        Ok(joins)
+    }
+
+    /// Export `site`'s bundle on the control plane, for as many joins as
+    /// a site has hosts. Returns its CA pin.
+    fn export(&self, site: &str) -> Result<String> {
+        let out = self.cp_runner.run(
+            &Cmd::new(format!("exporting the bundle of site {site}"), "dcn")
+                .args(["bundle", "export", "--site", site])
+                .args(["--max-uses", &self.opts.per_site.to_string()])
+                .args(["-o", &bundle_path(site)])
+                .timeout(Duration::from_secs(300)),
+        )?;
+        Ok(out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("CA pin: "))
+            .context("`dcn bundle export` printed no CA pin")?
+            .to_string())
+    }
+
+    /// On `carrier`: its addresses for `hosts`, the bundle of their site,
+    /// then `dcn lab chassis`.
+    fn join_on(
+        &self,
+        carrier: &str,
+        site: &str,
+        pin: &str,
+        hosts: &[&SimHost],
+    ) -> Result<Vec<chassis::ChassisJoin>> {
+        let host = self.state.host(carrier)?;
+        let cp = self.state.host("cp")?;
+        let bundle = bundle_path(site);
+        let inside = |h: &HostState| h.rootfs.join(bundle.trim_start_matches('/'));
+        self.files
+            .copy(inside(cp), inside(host), &FileSpec::secret())
+            .with_context(|| format!("copying the bundle of {site} to {carrier}"))?;
+        let system = SystemRunner::new(false);
+        for h in hosts {
+            super::net::add_address(&system, &host.netns, h.address)?;
+        }
+        let runner = ContainerRunner::new(host.init_pid.context("a carrier is not running")?);
+        let mut cmd = Cmd::new(
+            format!("joining {} hosts of {site} on {carrier}", hosts.len()),
+            "dcn",
+        )
+        .args(["-q", "lab", "chassis", "--bundle", &bundle, "--ca-pin", pin])
+        .timeout(Duration::from_secs(30 * 60));
+        for h in hosts {
+            cmd = cmd.args(["--host", &format!("{}={}", h.name, h.address)]);
+        }
+        let out = runner.run(&cmd)?;
+        serde_json::from_str(&out.stdout)
+            .with_context(|| format!("reading what `dcn lab chassis` on {carrier} printed"))
+    }
+
+    /// Wait until every host of `hosts` has a chassis that answers the
+    /// southbound's ping.
+    fn wait_chassis_up(&self, hosts: &[SimHost]) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30 * 60);
+        loop {
+            let states = crate::openstack::southbound(&self.cp_runner)
+                .chassis_states(Duration::from_secs(30))?;
+            let down: Vec<&str> = (hosts.iter())
+                .filter(|h| states.get(&h.name) != Some(&PlaneState::Up))
+                .map(|h| h.name.as_str())
+                .collect();
+            if down.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{} simulated chassis are not up after 30 minutes (first: {}); see /var/log/ovn/dcn-sim-<name>.log in their carriers",
+                    down.len(),
+                    down.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+                );
+            }
+            tracing::info!(
+                "  {} of {} chassis up",
+                hosts.len() - down.len(),
+                hosts.len()
+            );
+            std::thread::sleep(Duration::from_secs(5));
+        }
+    }
+
+    /// One window of the control plane at `hosts` simulated hosts.
+    fn measure(&self, hosts: usize, joins: Vec<chassis::ChassisJoin>, up_seconds: f64) -> Step {
+        let before = sample::Snapshot::take(self.cp_init);
+        std::thread::sleep(self.opts.window);
+        let after = sample::Snapshot::take(self.cp_init);
+        let step = Step::new(
+            hosts,
+            self.opts.window,
+            before.window(&after),
+            joins,
+            up_seconds,
+        );
+        tracing::info!(
+            "  {hosts} hosts: control plane {:.1} % of a core, PSS {:.2} GB",
+            step.cpu_percent,
+            step.pss_bytes as f64 / 1e9
+        );
+        step
+    }
+}
+
+/// Where a site's bundle is written on the control plane and read on its
+/// carriers.
+fn bundle_path(site: &str) -> String {
+    format!("/root/dcn-scale-{site}.tar.gz")
+}
