@@ -15,22 +15,61 @@ use crate::openstack::southbound::Southbound;
 use crate::openstack::{compute_cloud, southbound};
 use crate::timefmt::rfc3339;
 use anyhow::Result;
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 /// How often the placer looks for nodes to place.
 pub const INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long the placer keeps its admin login: keystone's tokens live an
+/// hour; logging in every round was the largest constant cost of a
+/// waiting node (docs/scale.md).
+const LOGIN_KEPT: Duration = Duration::from_secs(30 * 60);
+
+/// The compute cloud the placer's rounds share: logged in when a round
+/// first needs it, kept for [`LOGIN_KEPT`], and made again after a round
+/// that failed (an expired token, a restarted keystone).
+struct Login<'a> {
+    log_in: &'a dyn Fn() -> Result<Arc<dyn ComputeCloud>>,
+    kept: std::cell::RefCell<Option<(Instant, Arc<dyn ComputeCloud>)>>,
+}
+
+impl Login<'_> {
+    fn get(&self) -> Result<Arc<dyn ComputeCloud>> {
+        let mut kept = self.kept.borrow_mut();
+        if let Some((at, cloud)) = kept.as_ref()
+            && at.elapsed() < LOGIN_KEPT
+        {
+            return Ok(cloud.clone());
+        }
+        let cloud = (self.log_in)()?;
+        *kept = Some((Instant::now(), cloud.clone()));
+        Ok(cloud)
+    }
+
+    fn forget(&self) {
+        self.kept.borrow_mut().take();
+    }
+}
 
 /// The placer's rounds, every [`INTERVAL`], for as long as the join
 /// service runs: place what registered, record what finished, and show
 /// neutron the chassis options it reads.
 pub fn run(host: &Host) {
-    let compute = || Ok(Box::new(compute_cloud(host)?) as Box<dyn ComputeCloud>);
+    let log_in = || Ok(Arc::new(compute_cloud(host)?) as Arc<dyn ComputeCloud>);
+    let login = Login {
+        log_in: &log_in,
+        kept: Default::default(),
+    };
+    let compute = || login.get();
     let southbound = southbound(host.runner.as_ref());
     loop {
         if let Err(e) = place_pending(host, &compute) {
+            login.forget();
             tracing::warn!("placing joined hosts: {e:#}");
         }
         if let Err(e) = record_placed(host, &compute, &southbound) {
+            login.forget();
             tracing::warn!("recording finished hosts as placed: {e:#}");
         }
         match southbound.mirror_chassis_options() {
@@ -45,11 +84,10 @@ pub fn run(host: &Host) {
 }
 
 /// Place every joined node whose compute service has registered in
-/// `compute` (made only when a node is waiting: logging in costs a
-/// keystone round trip every round).
+/// `compute` (asked for only when a node is waiting: it may log in).
 pub fn place_pending(
     host: &Host,
-    compute: &dyn Fn() -> Result<Box<dyn ComputeCloud>>,
+    compute: &dyn Fn() -> Result<Arc<dyn ComputeCloud>>,
 ) -> Result<usize> {
     let registry = Registry::new(&host.files);
     let pending = joined(host, &registry)?;
@@ -57,9 +95,13 @@ pub fn place_pending(
         return Ok(0);
     }
     let compute = compute()?;
+    // One listing per round, whatever the number of nodes waiting: a call
+    // per node made nova-api the heaviest cost per edge host at 50 hosts
+    // (docs/scale.md).
+    let services = compute.compute_states()?;
     let registered: Vec<_> = pending
         .into_iter()
-        .filter(|n| compute.is_compute_host(&n.hostname).unwrap_or(false))
+        .filter(|n| services.contains_key(&n.hostname))
         .collect();
     if registered.is_empty() {
         return Ok(0);
@@ -148,7 +190,7 @@ const CHASSIS_ANSWER: Duration = Duration::from_secs(3);
 /// both up. Returns how many it placed.
 pub fn record_placed(
     host: &Host,
-    compute: &dyn Fn() -> Result<Box<dyn ComputeCloud>>,
+    compute: &dyn Fn() -> Result<Arc<dyn ComputeCloud>>,
     southbound: &dyn Southbound,
 ) -> Result<usize> {
     let registry = Registry::new(&host.files);
@@ -193,4 +235,123 @@ pub fn record_placed(
         placed += 1;
     }
     Ok(placed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::centre::sites::Site;
+    use crate::openstack::compute::{ComputeHosts, HostView};
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// A cloud whose compute services are `registered`; it counts its
+    /// calls and records the hosts it placed.
+    #[derive(Default)]
+    struct Cloud {
+        registered: Vec<String>,
+        calls: Mutex<BTreeMap<&'static str, usize>>,
+        placed: Mutex<Vec<String>>,
+    }
+
+    impl Cloud {
+        fn count(&self, call: &'static str) {
+            *self.calls.lock().unwrap().entry(call).or_default() += 1;
+        }
+    }
+
+    impl ComputeHosts for Cloud {
+        fn is_compute_host(&self, hostname: &str) -> Result<bool> {
+            self.count("is_compute_host");
+            Ok(self.registered.iter().any(|h| h == hostname))
+        }
+    }
+
+    impl ComputeCloud for Cloud {
+        fn ensure_zone(&self, _: &str) -> Result<u64> {
+            unreachable!()
+        }
+        fn map_new_hosts(&self) -> Result<()> {
+            self.count("map_new_hosts");
+            Ok(())
+        }
+        fn place(&self, _: u64, hostname: &str) -> Result<()> {
+            self.placed.lock().unwrap().push(hostname.into());
+            Ok(())
+        }
+        fn unplace(&self, _: u64, _: &str) -> Result<()> {
+            unreachable!()
+        }
+        fn remove_host(&self, _: &str) -> Result<()> {
+            unreachable!()
+        }
+        fn compute_states(&self) -> Result<BTreeMap<String, PlaneState>> {
+            self.count("compute_states");
+            Ok((self.registered.iter())
+                .map(|h| (h.clone(), PlaneState::Up))
+                .collect())
+        }
+        fn host_view(&self, _: &str, _: Option<u64>) -> Result<HostView> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn the_login_is_kept_until_a_round_fails() {
+        let made = Mutex::new(0);
+        let log_in = || {
+            *made.lock().unwrap() += 1;
+            Ok(Arc::new(Cloud::default()) as Arc<dyn ComputeCloud>)
+        };
+        let login = Login {
+            log_in: &log_in,
+            kept: Default::default(),
+        };
+        login.get().unwrap();
+        login.get().unwrap();
+        assert_eq!(*made.lock().unwrap(), 1);
+        login.forget();
+        login.get().unwrap();
+        assert_eq!(*made.lock().unwrap(), 2);
+    }
+
+    #[test]
+    fn one_listing_per_round_places_every_registered_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::system(dir.path(), false);
+        let registry = Registry::new(&host.files);
+        registry
+            .save_site(&Site {
+                name: "s1".into(),
+                created_at: "2026-01-01T00:00:00Z".into(),
+                aggregate_id: Some(7),
+                revoked_at: None,
+            })
+            .unwrap();
+        for k in 0..40 {
+            let n = NodeRecord::for_test(&format!("n{k}"), "s1", NodeState::Joined);
+            registry.save_node(&n).unwrap();
+        }
+        let cloud = Arc::new(Cloud {
+            registered: vec!["n3".into(), "n17".into(), "cp".into()],
+            ..Cloud::default()
+        });
+        let compute = || Ok(cloud.clone() as Arc<dyn ComputeCloud>);
+        let placed = place_pending(&host, &compute).unwrap();
+        assert_eq!(placed, 2);
+        let calls = cloud.calls.lock().unwrap().clone();
+        assert_eq!(calls.get("compute_states"), Some(&1), "{calls:?}");
+        assert_eq!(calls.get("is_compute_host"), None, "{calls:?}");
+        let mut placed = cloud.placed.lock().unwrap().clone();
+        placed.sort();
+        assert_eq!(placed, vec!["n17".to_string(), "n3".to_string()]);
+        assert_eq!(
+            registry.node("n3").unwrap().unwrap().state,
+            NodeState::Placed
+        );
+        assert_eq!(
+            registry.node("n4").unwrap().unwrap().state,
+            NodeState::Joined
+        );
+    }
 }
