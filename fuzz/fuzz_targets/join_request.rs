@@ -91,6 +91,11 @@ fn challenges() -> &'static dcn::centre::serve::Challenges {
     C.get_or_init(dcn::centre::serve::Challenges::new)
 }
 
+fn joining() -> &'static dcn::centre::serve::Joining {
+    static J: OnceLock<dcn::centre::serve::Joining> = OnceLock::new();
+    J.get_or_init(dcn::centre::serve::Joining::new)
+}
+
 /// The catalogue, loaded once as `dcn serve` loads it.
 fn recipes() -> &'static dcn::recipes::Recipes {
     static R: OnceLock<dcn::recipes::Recipes> = OnceLock::new();
@@ -99,7 +104,7 @@ fn recipes() -> &'static dcn::recipes::Recipes {
 
 fuzz_target!(|data: &[u8]| {
     let (_, host) = control_plane();
-    let answer = dcn::centre::serve::answer_join(host, recipes(), &Counted, challenges(), data);
+    let answer = dcn::centre::serve::answer_join(host, recipes(), &Counted, challenges(), joining(), data);
     assert!((200..600).contains(&answer.status));
     assert!(!answer.note.contains('\n'), "a log line stays one line");
 });

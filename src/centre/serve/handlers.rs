@@ -4,6 +4,7 @@
 
 use super::admission::{may_join, node_record, parse_request, proof_checked};
 use super::challenge::Challenges;
+use super::joining::Joining;
 use crate::bundle::JoinToken;
 use crate::centre::sites::progress::{Phase, ProgressStore};
 use crate::centre::sites::{
@@ -95,72 +96,178 @@ pub(super) fn valid_token(
     Ok((record, site))
 }
 
-/// `POST /v2/join`.
+/// `POST /v2/join`, in three parts so that joins of different hosts
+/// overlap: admitted under the registry's lock (the token's use reserved),
+/// the host's accounts made without it (the slow calls to keystone and
+/// RabbitMQ), then recorded under it again. A join that fails after its
+/// admission gives its token use back.
 pub fn join(
     host: &Host,
     recipes: &crate::recipes::Recipes,
     accounts: &dyn NodeAccounts,
     challenges: &Challenges,
+    joining: &Joining,
     req: &JoinRequest,
 ) -> Result<JoinReply, Refusal> {
     let (token, hostname, address) = parse_request(req)?;
+    let Some(_turn) = joining.enter(hostname.as_str()) else {
+        // Retried by the node, as it retries being slowed down.
+        return Err(refuse(
+            429,
+            "rate-limited",
+            format!("a join of {hostname} is under way; this one is tried again shortly"),
+        ));
+    };
     let registry = Registry::new(&host.files);
-    let lock = registry.lock().map_err(internal)?;
+    let admitted = admit(host, &registry, challenges, req, &token, &hostname, address)?;
+    let issued = &admitted.issued;
+    let granted = not_reserved(host, accounts, &admitted.site, hostname.as_str()).and_then(|()| {
+        let passwords = PasswordStore::load(&host.files).map_err(internal)?;
+        crate::centre::sites::accounts::grant(accounts, recipes, &passwords, hostname.as_str())
+            .map_err(internal)
+    });
+    let recorded = granted.and_then(|credentials| {
+        record(host, &registry, &token, &hostname, address, &admitted)
+            .map(|node_secret| (credentials, node_secret))
+    });
+    let (credentials, node_secret) = match recorded {
+        Ok(r) => r,
+        Err(refusal) => {
+            if admitted.reserved_use {
+                give_back_use(&registry, &token.id);
+            }
+            return Err(refusal);
+        }
+    };
+    Ok(JoinReply {
+        node_certificate: issued.cert_pem.clone(),
+        site: admitted.site,
+        node_secret,
+        credentials,
+    })
+}
+
+/// What a join's admission decided.
+struct Admitted {
+    site: String,
+    /// The node's certificate, from a CA made for it alone.
+    issued: admission::NodeCertificate,
+    /// The host had joined this site before (with this key).
+    rejoin: bool,
+    /// A use of the token was taken for this join.
+    reserved_use: bool,
+}
+
+/// Under the registry's lock: the token is valid, the host may join with
+/// this key (and proved it holds it, if it joined before), and a new host
+/// takes one of the token's uses now, so joins at once cannot exceed them.
+fn admit(
+    host: &Host,
+    registry: &Registry,
+    challenges: &Challenges,
+    req: &JoinRequest,
+    token: &JoinToken,
+    hostname: &crate::types::NodeName,
+    address: std::net::IpAddr,
+) -> Result<Admitted, Refusal> {
+    let _lock = registry.lock().map_err(internal)?;
     let now = SystemTime::now();
-    let (mut record, site) = valid_token(&registry, &token, now)?;
+    let (mut record, site) = valid_token(registry, token, now)?;
     // The node's certificate, from a CA made for it alone (the SB trusts
-    // that CA while the node is a member). The CSR's signature proves the
-    // requester holds the key.
+    // that CA while the node is a member), only for a valid token. The
+    // CSR's signature proves the requester holds the key.
     let policy = node_policy(host)?;
     let issued = issue(&req.csr, hostname.as_str(), address, policy.node)?;
     let existing = registry.node(hostname.as_str()).map_err(internal)?;
     may_join(
         existing.as_ref(),
-        &hostname,
+        hostname,
         &site.name,
         &issued.key_pin,
         &record,
     )?;
-    not_reserved(host, accounts, &site.name, hostname.as_str())?;
     proof_checked(
         req,
         challenges,
         &issued,
         existing.is_some(),
-        &hostname,
+        hostname,
         &token.id,
         now,
     )?;
-    let passwords = PasswordStore::load(&host.files).map_err(internal)?;
-    let credentials =
-        crate::centre::sites::accounts::grant(accounts, recipes, &passwords, hostname.as_str())
-            .map_err(internal)?;
-    let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
-    let node = node_record(
-        existing.as_ref(),
-        &hostname,
-        &site.name,
-        address,
-        &node_secret,
-        &issued,
-        now,
-    );
-    registry.save_node(&node).map_err(internal)?;
-    if existing.is_none() {
+    let reserved_use = existing.is_none();
+    if reserved_use {
         record.uses += 1;
         registry.save_token(&record).map_err(internal)?;
     }
+    Ok(Admitted {
+        site: site.name,
+        issued,
+        rejoin: existing.is_some(),
+        reserved_use,
+    })
+}
+
+/// Under the registry's lock again: the node's record (unless the site was
+/// revoked, or the host removed or joined by another key, meanwhile), the
+/// southbound's members, the node's progress. Returns the node secret.
+fn record(
+    host: &Host,
+    registry: &Registry,
+    token: &JoinToken,
+    hostname: &crate::types::NodeName,
+    address: std::net::IpAddr,
+    admitted: &Admitted,
+) -> Result<String, Refusal> {
+    let issued = &admitted.issued;
+    let lock = registry.lock().map_err(internal)?;
+    let now = SystemTime::now();
+    let (record, site) = valid_token(registry, token, now)?;
+    let existing = registry.node(hostname.as_str()).map_err(internal)?;
+    let same = match &existing {
+        Some(n) => {
+            admitted.rejoin && n.site == site.name && n.key_pin == Some(issued.key_pin.clone())
+        }
+        None => !admitted.rejoin,
+    };
+    if !same {
+        return Err(refuse(
+            409,
+            "node-changed",
+            format!("host {hostname} was removed or joined again while this join ran; join again"),
+        ));
+    }
+    let node_secret = random_string(40, b"abcdefghijklmnopqrstuvwxyz0123456789");
+    let node = node_record(
+        existing.as_ref(),
+        hostname,
+        &site.name,
+        address,
+        &node_secret,
+        issued,
+        now,
+    );
+    registry.save_node(&node).map_err(internal)?;
     southbound_members::admit(&host.files).map_err(internal)?;
     // The join is done whatever happens to its progress record.
     if let Err(e) = record_joined(host, &lock, &site.name, hostname.as_str(), &record.id) {
         tracing::warn!("recording that {hostname} joined: {e:#}");
     }
-    Ok(JoinReply {
-        site: site.name,
-        node_certificate: issued.cert_pem,
-        node_secret,
-        credentials,
-    })
+    Ok(node_secret)
+}
+
+/// Give back the token use a join took and did not finish.
+fn give_back_use(registry: &Registry, token_id: &str) {
+    let given_back = registry.lock().and_then(|_lock| {
+        if let Some(mut record) = registry.token(token_id)? {
+            record.uses = record.uses.saturating_sub(1);
+            registry.save_token(&record)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = given_back {
+        tracing::warn!("giving back a use of token {token_id}: {e:#}");
+    }
 }
 
 /// A node certificate for `csr` from a CA made for it alone.

@@ -12,6 +12,7 @@ mod challenge;
 mod config;
 mod gate;
 mod handlers;
+mod joining;
 mod listener;
 mod placer;
 mod progress;
@@ -25,6 +26,7 @@ use crate::recipes::Recipes;
 use crate::wire::{ErrorReply, JoinRequest};
 use anyhow::{Context, Result};
 pub use challenge::Challenges;
+pub use joining::Joining;
 use router::handle;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -67,6 +69,7 @@ struct State {
     recipes: Recipes,
     accounts: Arc<dyn NodeAccounts>,
     challenges: Challenges,
+    joining: Joining,
     limiter: ratelimit::RateLimiter,
 }
 
@@ -117,6 +120,7 @@ pub fn serve_with(
         recipes,
         accounts,
         challenges: Challenges::new(),
+        joining: Joining::new(),
         limiter: ratelimit::RateLimiter::default(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -171,6 +175,7 @@ pub fn answer_join(
     recipes: &Recipes,
     accounts: &dyn NodeAccounts,
     challenges: &Challenges,
+    joining: &Joining,
     body: &[u8],
 ) -> JoinAnswer {
     let refusal = |status: u16, message: String| JoinAnswer {
@@ -199,18 +204,19 @@ pub fn answer_join(
         shown(&join.hostname),
         shown(&token_id)
     );
-    let (status, body, outcome) = match handlers::join(host, recipes, accounts, challenges, &join) {
-        Ok(reply) => (
-            200,
-            serde_json::to_value(&reply),
-            format!("joined site {}", reply.site),
-        ),
-        Err(r) => (
-            r.status,
-            serde_json::to_value(&r.reply),
-            format!("refused: {}", r.reply.error),
-        ),
-    };
+    let (status, body, outcome) =
+        match handlers::join(host, recipes, accounts, challenges, joining, &join) {
+            Ok(reply) => (
+                200,
+                serde_json::to_value(&reply),
+                format!("joined site {}", reply.site),
+            ),
+            Err(r) => (
+                r.status,
+                serde_json::to_value(&r.reply),
+                format!("refused: {}", r.reply.error),
+            ),
+        };
     JoinAnswer {
         status,
         body: body.expect("serialisable"),

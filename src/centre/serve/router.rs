@@ -195,6 +195,7 @@ async fn join(
             &st.recipes,
             st.accounts.as_ref(),
             &st.challenges,
+            &st.joining,
             &body,
         )
     })
