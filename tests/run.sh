@@ -28,7 +28,10 @@
 # BMCs with it: real VMs booted from virtual media, installed and joined
 # (tests/site_deploy_e2e.rs, about 50 minutes), with power cuts through the
 # BMCs as a node joins, after it is placed and while it applies a site
-# config. Every cut point of a deploy, one after the other, is
+# config. As root with CI=true or DCN_LAB_E2E=1, when the scale harness or
+# what it measures changed in the last commit (or with DCN_LAB_SCALE=1),
+# the harness at small N: 20 then 50 simulated edge hosts with real OVN
+# chassis (tests/lab_scale.rs, about 15 minutes). Every cut point of a deploy, one after the other, is
 # `DCN_EDGE_ISO=… cargo test --test power_cut_e2e -- --ignored` (about 30
 # minutes, not in CI).
 # DCN_IMAGE_E2E=0 skips them. In CI, DCN_LAB_CONTROL_PLANE=1 and
@@ -173,7 +176,7 @@ chain_wanted() {
 EDGE_CHAIN_PATHS=(images recipes src/recipes src/host src/image src/bmc src/edge src/wire
     src/wire.rs src/centre/serve src/centre/site_deploy src/centre/sites/progress.rs src/engine
     src/openstack/compute.rs src/deploy src/lab tests/common tests/image_e2e.rs
-    tests/site_deploy_e2e.rs)
+    tests/site_deploy_e2e.rs ":(exclude)src/lab/scale")
 # The edge lab's long lifecycle drills (a CA rotation; the control plane
 # backed up, replaced by a blank host and restored: about 15 minutes) run
 # when their code changed in the last commit, or when asked for.
@@ -190,7 +193,7 @@ lifecycle_wanted() { chain_wanted DCN_LAB_LIFECYCLE no "${LIFECYCLE_PATHS[@]}"; 
 # alone is about 50 minutes here, and lab_e2e 15 more.
 NOT_LAB_PATHS=(images src/image src/edge/install src/bmc src/centre/site_deploy src/lab/bare_metal
     tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs
-    tests/common/bare_metal.rs tests/ssh_hostkeys.rs docs README.md)
+    tests/common/bare_metal.rs tests/ssh_hostkeys.rs src/lab/scale tests/lab_scale.rs docs README.md)
 lab_wanted() {
     local skip=() p
     for p in "${NOT_LAB_PATHS[@]}"; do skip+=(":(exclude)$p"); done
@@ -198,6 +201,13 @@ lab_wanted() {
 }
 
 image_e2e_wanted() { chain_wanted DCN_IMAGE_E2E no "${EDGE_CHAIN_PATHS[@]}"; }
+
+# The scale harness at small N (tests/lab_scale.rs: a lab with two carriers,
+# 20 then 50 simulated edge hosts, about 15 minutes) runs when the harness
+# or what it measures most directly changed in the last commit (the join
+# service's rounds, the southbound's client), or when asked for.
+SCALE_PATHS=(src/lab/scale tests/lab_scale.rs src/centre/serve src/openstack/southbound)
+scale_wanted() { chain_wanted DCN_LAB_SCALE no "${SCALE_PATHS[@]}"; }
 
 # Tools of the image build. (The deploy test's VMs run in the lab's BMC
 # container, whose qemu, libvirt and OVMF come from the lab's own root
@@ -286,8 +296,13 @@ if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
     else
         echo "==> lab-edges skipped (the last commit touched only the edge chain's own code or docs; DCN_LAB_EDGES=1 runs it)"
     fi
+    if scale_wanted; then
+        stage lab-scale env DCN_LAB_E2E=1 cargo test --locked --test lab_scale -- --ignored --nocapture
+    else
+        echo "==> lab-scale skipped (the last commit did not touch the harness or what it measures; DCN_LAB_SCALE=1 runs it)"
+    fi
 else
-    echo "==> lab-e2e and lab-edges skipped (need root, and CI=true or DCN_LAB_E2E=1)"
+    echo "==> lab-e2e, lab-edges and lab-scale skipped (need root, and CI=true or DCN_LAB_E2E=1)"
 fi
 if [[ $(id -u) == 0 ]] && image_e2e_wanted; then
     stage image-prerequisites image_prerequisites

@@ -1,0 +1,122 @@
+//! The scale harness against a real lab at small N (docs/scale.md): two
+//! carriers, 20 then 50 simulated edge hosts joined through the real join
+//! path, each a real OVN chassis. Checked: every host is a node of its
+//! site at the control plane and a chassis of its own in the southbound,
+//! a second run joins no one again, and the cost per host stays within a
+//! stated margin of a ratio measured in the same run (the idle control
+//! plane's CPU), so a slower machine does not fail it and a regression
+//! does.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// The largest control-plane CPU per simulated host allowed, as a share of
+/// the idle control plane's CPU in the same run. Measured on the 2-core
+/// lab machine: see the closing note of issue 25 and docs/scale.md.
+const MAX_COST_PER_HOST_OF_IDLE: f64 = 0.02;
+
+fn scale(lab: &Lab, report: &Path, hosts: &str, window: &str) -> Value {
+    let out = dcn()
+        .args(["lab", "scale", "--dir"])
+        .arg(&lab.dir)
+        .args(["--hosts", hosts, "--window", window, "--settle", "20s"])
+        .arg("--report")
+        .arg(report)
+        .output()
+        .unwrap();
+    eprintln!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "dcn lab scale failed");
+    serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+#[ignore = "needs root and the lab (about 15 minutes): tests/run.sh runs it with --ignored"]
+fn lab_scale_small() {
+    require_root();
+    let dir = tempfile::Builder::new()
+        .prefix("dcn-lab-scale-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let lab = Lab::up(dir.path(), &["--spare", "2"]);
+    let report = scale(&lab, &dir.path().join("scale"), "20,50", "2m");
+
+    let steps = report["steps"].as_array().unwrap();
+    let sizes: Vec<u64> = steps.iter().map(|s| s["hosts"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, vec![0, 20, 50], "{report}");
+    let joins: Vec<u64> = (steps.iter())
+        .map(|s| s["joins"]["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        joins,
+        vec![0, 20, 30],
+        "every new host joined once: {report}"
+    );
+
+    // Each is a node of its site at the control plane, and a chassis of
+    // its own (its own tunnel endpoint) in the southbound.
+    let nodes = lab.json(&["dcn", "node", "list", "--output", "json"]);
+    let sims: Vec<&Value> = (nodes.as_array().unwrap().iter())
+        .filter(|n| n["hostname"].as_str().unwrap_or("").starts_with('s'))
+        .collect();
+    assert_eq!(sims.len(), 50, "{nodes}");
+    assert!(
+        sims.iter()
+            .any(|n| n["hostname"] == "s005n10" && n["site"] == "s005"),
+        "{nodes}"
+    );
+    let chassis = lab.exec(&[
+        "ovn-sbctl",
+        "--bare",
+        "--columns=hostname,encaps",
+        "list",
+        "Chassis",
+    ]);
+    let text = String::from_utf8_lossy(&chassis.stdout);
+    for name in ["s001n01", "s003n07", "s005n10"] {
+        assert!(
+            text.lines().any(|l| l == name),
+            "{name} has no chassis:\n{text}"
+        );
+    }
+    let encaps = lab.exec(&["ovn-sbctl", "--bare", "--columns=ip", "list", "Encap"]);
+    let mut ips: Vec<String> = (String::from_utf8_lossy(&encaps.stdout).lines())
+        .filter(|l| l.starts_with("10.240."))
+        .map(String::from)
+        .collect();
+    ips.sort();
+    ips.dedup();
+    assert!(
+        ips.len() >= 50,
+        "each chassis its own tunnel endpoint: {ips:?}"
+    );
+
+    // The cost per host, against the idle control plane of the same run.
+    let idle = steps[0]["cpuPercent"].as_f64().unwrap();
+    let per_host = report["fit"]["cpuPercentPerHost"].as_f64().unwrap();
+    eprintln!(
+        "idle control plane {idle:.1} % of a core; {per_host:.4} % per simulated host ({:.4} of idle)",
+        per_host / idle
+    );
+    assert!(
+        per_host <= MAX_COST_PER_HOST_OF_IDLE * idle,
+        "the control plane's cost per edge host regressed: {per_host:.4} % of a core per host, more than {MAX_COST_PER_HOST_OF_IDLE} of the idle control plane's {idle:.1} %"
+    );
+    let md = std::fs::read_to_string(dir.path().join("scale/report.md")).unwrap();
+    assert!(md.contains("| 50 |"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("scale/curve.svg")).unwrap();
+    assert!(svg.contains("<polyline"), "{svg}");
+
+    // A second run finds every host joined: nobody joins twice.
+    let again = scale(&lab, &dir.path().join("again"), "50", "10s");
+    assert_eq!(again["steps"][1]["joins"]["count"], 0, "{again}");
+
+    drop(lab);
+    assert_nothing_left(dir.path());
+}
