@@ -15,10 +15,11 @@ use std::path::Path;
 
 /// The largest control-plane CPU per simulated host allowed, as a share of
 /// the idle control plane's CPU in the same run. Measured on the 2-core
-/// lab machine (docs/scale.md): 0.0075 (0.023 % of a core per host, the
-/// idle control plane 3.1 %); before the placer's fix a waiting host cost
-/// about 0.4 %, which this fails by far.
-const MAX_COST_PER_HOST_OF_IDLE: f64 = 0.02;
+/// lab machine (docs/scale.md): 0.0075 and 0.0102 in two runs (0.023 and
+/// 0.030 % of a core per host, the idle control plane about 3 %); before
+/// the placer's fix a waiting host cost about 0.4 %, which this fails by
+/// far. Three times the measured share leaves room for a window's noise.
+const MAX_COST_PER_HOST_OF_IDLE: f64 = 0.03;
 
 fn scale(lab: &Lab, report: &Path, hosts: &str, window: &str) -> Value {
     let out = dcn()

@@ -260,7 +260,7 @@ impl ScaleReport {
         out.push_str("| hosts | control plane CPU (% of a core) | PSS (GB) | TCP connections | joins | join median / p95 / max (s) | chassis up (s) |\n|---|---|---|---|---|---|---|\n");
         for s in &self.steps {
             out.push_str(&format!(
-                "| {} | {:.2} | {:.2} | {} | {} | {:.1} / {:.1} / {:.1} | {:.0} |\n",
+                "| {} | {:.2} | {:.2} | {} | {} | {:.1} / {:.1} / {:.1} | {:.1} |\n",
                 s.hosts,
                 s.cpu_percent,
                 s.pss_bytes as f64 / 1e9,
