@@ -42,7 +42,7 @@ pub fn measure(init_pid: u32) -> MemoryUse {
 }
 
 /// Proportional set size of a process, from smaps_rollup.
-fn pss(pid: u32) -> u64 {
+pub(super) fn pss(pid: u32) -> u64 {
     procfs::read_string(pid, "smaps_rollup")
         .and_then(|t| {
             t.lines()
