@@ -353,7 +353,18 @@ pub fn ca_rotation(lab: &Lab, moving: &str, behind: &str, spare: &str, guests: &
     steps.mark(&format!("{moving} whole, old bundle refused"));
     assert!(lab.lab(&["link", behind, "up"]).status.success());
     steps.mark(&format!("{behind}'s link back"));
-    let out = lab.fails_on(behind, &["dcn", "node", "sync-config"]);
+    // The link is up at once, but the first packets may still find no
+    // route (the router's neighbour entry for the host went stale during
+    // the cut): what is checked is the answer once it is reachable.
+    let started = Instant::now();
+    let out = loop {
+        let out = lab.fails_on(behind, &["dcn", "node", "sync-config"]);
+        let unreachable = out.contains("No route to host") || out.contains("Connection refused");
+        if !unreachable || started.elapsed() > Duration::from_secs(60) {
+            break out;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    };
     assert!(
         out.contains("UnknownIssuer") && out.contains("dcn node trust-ca"),
         "{out}"
