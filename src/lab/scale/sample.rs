@@ -90,7 +90,7 @@ impl Snapshot {
             u.processes += 1;
             u.cpu_percent +=
                 p.cpu_ticks.saturating_sub(before) as f64 / TICKS_PER_SECOND / seconds * 100.0;
-            u.pss_bytes += pss(*pid);
+            u.pss_bytes += super::super::memory::pss(*pid);
             u.tcp_connections += tcp_connections(*pid, &established);
         }
         units
@@ -124,18 +124,6 @@ fn unit_of(cgroup: &str) -> String {
     } else {
         last.to_string()
     }
-}
-
-/// Proportional set size of a process, from smaps_rollup.
-fn pss(pid: u32) -> u64 {
-    procfs::read_string(pid, "smaps_rollup")
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Pss:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        })
-        .map(|kib| kib * 1024)
-        .unwrap_or(0)
 }
 
 /// The socket inodes of established TCP connections in the network
