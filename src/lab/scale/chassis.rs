@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 /// Where each simulated host keeps its join state, by default.
 pub const DEFAULT_STATE: &str = "/var/lib/dcn-scale";
 
-/// The southbound server's CA, for every controller of the carrier.
-const CA_FILE: &str = "/var/lib/dcn-scale/ca.pem";
+/// The southbound server's CA, for every controller of the carrier, in
+/// the state directory.
+const CA_FILE: &str = "ca.pem";
 
 /// What `dcn lab chassis` is asked to do.
 pub struct ChassisOptions {
@@ -67,7 +68,7 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
     // their PIDs, so they never collide).
     files.ensure_dir("/run/ovn", &FileSpec::public_dir())?;
     files.write(
-        CA_FILE,
+        opts.state.join(CA_FILE),
         bundle.trusted_pem().as_bytes(),
         &FileSpec::public(),
     )?;
@@ -281,7 +282,8 @@ fn start(
         ])
         .args(["--property=Restart=always", "--property=RestartSec=2"])
         .args(["ovn-controller", "-n", name])
-        .args(["-p", &path(NODE_KEY), "-c", &path(NODE_CERT), "-C", CA_FILE])
+        .args(["-p", &path(NODE_KEY), "-c", &path(NODE_CERT), "-C"])
+        .arg(state.join(CA_FILE).display().to_string())
         .args([
             format!("--pidfile=/run/ovn/{unit}.pid"),
             format!("--log-file=/var/log/ovn/{unit}.log"),

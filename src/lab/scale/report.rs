@@ -155,7 +155,7 @@ pub fn slope(points: &[(f64, f64)]) -> f64 {
 }
 
 impl ScaleReport {
-    pub fn new(opts: &ScaleOptions) -> Result<ScaleReport> {
+    pub fn new(opts: &ScaleOptions) -> ScaleReport {
         let memory_bytes = sysinfo::System::new()
             .map(|mut s| {
                 s.refresh_memory();
@@ -165,7 +165,7 @@ impl ScaleReport {
         let kernel = nix::sys::utsname::uname()
             .map(|u| u.release().to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok(ScaleReport {
+        ScaleReport {
             machine: Machine {
                 cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
                 memory_bytes,
@@ -178,7 +178,7 @@ impl ScaleReport {
             settle_seconds: opts.settle.as_secs_f64(),
             steps: Vec::new(),
             fit: None,
-        })
+        }
     }
 
     /// Fit the cost per host over the steps, by unit and in total.
