@@ -4,12 +4,17 @@
 //! to say ([`crate::centre::sites::accounts`]); making and deleting them is
 //! here.
 
+use super::Cloud;
+use super::batch::GroupCommit;
+use super::client::KeptLogin;
 use super::compute::{ComputeHosts, Nova};
+use super::messaging::RabbitUser;
 use super::{database, identity, messaging};
 use crate::host::Host;
 use crate::recipes::site_credentials::NodeAccount;
 use crate::secrets::Secret;
 use anyhow::Result;
+use std::sync::Arc;
 
 /// Where node accounts live. The control plane's services in production
 /// ([`ControlPlaneAccounts`]); the join service's tests, which have none
@@ -23,14 +28,39 @@ pub trait NodeAccounts: ComputeHosts + Send + Sync {
     fn delete(&self, hostname: &str, account: &NodeAccount) -> Result<()>;
 }
 
-/// The accounts on this control plane.
+/// RabbitMQ users made in one `rabbitmqctl` call at most: a bound on
+/// the definitions one call reads.
+const RABBIT_BATCH: usize = 100;
+
+/// The accounts on this control plane. One value serves every join the
+/// service answers: RabbitMQ users of joins at once are made together
+/// ([`GroupCommit`]), and keystone is called with one kept admin login.
 pub struct ControlPlaneAccounts {
-    pub host: Host,
+    host: Host,
+    admin: KeptLogin<Cloud>,
+    rabbit: GroupCommit<RabbitUser>,
 }
 
 impl ControlPlaneAccounts {
-    fn cloud(&self) -> Result<super::Cloud> {
-        super::client::admin(&self.host)
+    pub fn new(host: &Host) -> ControlPlaneAccounts {
+        ControlPlaneAccounts {
+            host: host.clone(),
+            admin: KeptLogin::default(),
+            rabbit: GroupCommit::new(RABBIT_BATCH),
+        }
+    }
+
+    /// `call` with the kept admin login; when it fails, the login is
+    /// made again for the next call (its token may have expired).
+    fn with_admin(&self, call: impl FnOnce(&Cloud) -> Result<()>) -> Result<()> {
+        let cloud = self
+            .admin
+            .get(|| Ok(Arc::new(super::client::admin(&self.host)?)))?;
+        let outcome = call(&cloud);
+        if outcome.is_err() {
+            self.admin.forget();
+        }
+        outcome
     }
 }
 
@@ -46,9 +76,16 @@ impl NodeAccounts for ControlPlaneAccounts {
             NodeAccount::Rabbitmq {
                 username,
                 permissions,
-            } => messaging::ensure_user(&self.host, username, password, permissions),
+            } => {
+                let user = RabbitUser {
+                    name: username.clone(),
+                    password: password.clone(),
+                    permissions: permissions.clone(),
+                };
+                (self.rabbit).submit(user, |users| messaging::ensure_users(&self.host, users))
+            }
             NodeAccount::Keystone { username } => {
-                identity::ensure_node_user(&self.cloud()?, username, password)
+                self.with_admin(|cloud| identity::ensure_node_user(cloud, username, password))
             }
             NodeAccount::Database {
                 username,
@@ -60,7 +97,9 @@ impl NodeAccounts for ControlPlaneAccounts {
     fn delete(&self, _hostname: &str, account: &NodeAccount) -> Result<()> {
         match account {
             NodeAccount::Rabbitmq { username, .. } => messaging::remove_user(&self.host, username),
-            NodeAccount::Keystone { username } => identity::remove_user(&self.cloud()?, username),
+            NodeAccount::Keystone { username } => {
+                self.with_admin(|cloud| identity::remove_user(cloud, username))
+            }
             NodeAccount::Database { username, .. } => database::remove_user(&self.host, username),
         }
     }

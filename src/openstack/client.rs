@@ -45,6 +45,51 @@ pub fn admin(host: &crate::host::Host) -> Result<Cloud> {
     .context("logging in to the control plane as admin (is `dcn standalone init` finished?)")
 }
 
+/// How long a kept login is used: keystone's tokens live an hour, and a
+/// login costs keystone a password hash check (logging in every round or
+/// every join was the largest constant cost, docs/scale.md).
+pub const LOGIN_KEPT: Duration = Duration::from_secs(30 * 60);
+
+/// A login shared by the calls of a long-running service: made when first
+/// needed, kept for [`LOGIN_KEPT`], and made again after a caller saw it
+/// fail ([`KeptLogin::forget`]: an expired token, a restarted keystone).
+pub struct KeptLogin<T: ?Sized> {
+    kept: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<T>)>>,
+}
+
+impl<T: ?Sized> Default for KeptLogin<T> {
+    fn default() -> Self {
+        KeptLogin {
+            kept: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl<T: ?Sized> KeptLogin<T> {
+    /// The kept login, or a new one from `log_in`.
+    pub fn get(
+        &self,
+        log_in: impl FnOnce() -> Result<std::sync::Arc<T>>,
+    ) -> Result<std::sync::Arc<T>> {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, login)) = kept.as_ref()
+            && at.elapsed() < LOGIN_KEPT
+        {
+            return Ok(login.clone());
+        }
+        // Under the lock: callers at once wait for one login, not make
+        // one each.
+        let login = log_in()?;
+        *kept = Some((std::time::Instant::now(), login.clone()));
+        Ok(login)
+    }
+
+    /// Log in again next time.
+    pub fn forget(&self) {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
 /// An authenticated session.
 pub struct Cloud {
     http: Client,

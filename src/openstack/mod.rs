@@ -26,6 +26,7 @@
 //! - [`bootstrap`]: the control plane's own OpenStack setup, as steps.
 
 pub mod accounts;
+mod batch;
 pub mod bootstrap;
 pub mod client;
 pub mod compute;

@@ -93,7 +93,7 @@ pub fn run(host: Host, recipes: Recipes) -> Result<()> {
 /// Run the join service on `listen` until killed, giving nodes accounts
 /// on this control plane's RabbitMQ and keystone.
 pub fn serve_on(host: Host, recipes: Recipes, listen: SocketAddr) -> Result<()> {
-    let accounts = Arc::new(ControlPlaneAccounts { host: host.clone() });
+    let accounts = Arc::new(ControlPlaneAccounts::new(&host));
     serve_with(host, recipes, listen, Limits::default(), accounts)
 }
 

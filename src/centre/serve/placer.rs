@@ -10,45 +10,32 @@ use crate::centre::sites::progress::{Phase, ProgressStore};
 use crate::centre::sites::{NodeRecord, NodeState, Registry};
 use crate::host::Host;
 use crate::openstack::PlaneState;
+use crate::openstack::client::KeptLogin;
 use crate::openstack::compute::ComputeCloud;
 use crate::openstack::southbound::Southbound;
 use crate::openstack::{compute_cloud, southbound};
 use crate::timefmt::rfc3339;
 use anyhow::Result;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// How often the placer looks for nodes to place.
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
-/// How long the placer keeps its admin login: keystone's tokens live an
-/// hour; logging in every round was the largest constant cost of a
-/// waiting node (docs/scale.md).
-const LOGIN_KEPT: Duration = Duration::from_secs(30 * 60);
-
 /// The compute cloud the placer's rounds share: logged in when a round
-/// first needs it, kept for [`LOGIN_KEPT`], and made again after a round
-/// that failed (an expired token, a restarted keystone).
+/// first needs it, kept, and made again after a round that failed.
 struct Login<'a> {
     log_in: &'a dyn Fn() -> Result<Arc<dyn ComputeCloud>>,
-    kept: std::cell::RefCell<Option<(Instant, Arc<dyn ComputeCloud>)>>,
+    kept: KeptLogin<dyn ComputeCloud>,
 }
 
 impl Login<'_> {
     fn get(&self) -> Result<Arc<dyn ComputeCloud>> {
-        let mut kept = self.kept.borrow_mut();
-        if let Some((at, cloud)) = kept.as_ref()
-            && at.elapsed() < LOGIN_KEPT
-        {
-            return Ok(cloud.clone());
-        }
-        let cloud = (self.log_in)()?;
-        *kept = Some((Instant::now(), cloud.clone()));
-        Ok(cloud)
+        self.kept.get(self.log_in)
     }
 
     fn forget(&self) {
-        self.kept.borrow_mut().take();
+        self.kept.forget()
     }
 }
 

@@ -87,7 +87,7 @@ fn check_names(
     targets: &[NodeTarget],
     opts: &DeployOptions,
 ) -> Result<()> {
-    let cloud = crate::openstack::accounts::ControlPlaneAccounts { host: host.clone() };
+    let cloud = crate::openstack::accounts::ControlPlaneAccounts::new(host);
     for t in targets {
         if let Some(why) = crate::centre::sites::reserved::refusal(
             &host.files,

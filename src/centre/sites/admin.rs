@@ -171,7 +171,7 @@ pub fn revoke_site(recipes: &Recipes, host: &Host, name: &str) -> Result<()> {
     let registry = Registry::new(&host.files);
     let lock = registry.lock()?;
     let mut site = registry.active_site(name)?;
-    let accounts = ControlPlaneAccounts { host: host.clone() };
+    let accounts = ControlPlaneAccounts::new(host);
     let mut members = Vec::new();
     for mut node in registry.nodes()?.into_iter().filter(|n| n.site == name) {
         super::accounts::revoke(&accounts, recipes, &node.hostname)?;
@@ -222,7 +222,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
         bail!("there is no node {hostname}; `dcn node list` shows the nodes");
     };
     let compute = compute_cloud(host)?;
-    let accounts = ControlPlaneAccounts { host: host.clone() };
+    let accounts = ControlPlaneAccounts::new(host);
     super::accounts::revoke(&accounts, recipes, hostname)?;
     let mut dead = node.clone();
     dead.secret_hash = String::new();
