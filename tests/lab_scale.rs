@@ -61,6 +61,13 @@ fn lab_scale_small() {
         vec![0, 20, 30],
         "every new host joined once: {report}"
     );
+    // The operator's views were timed at every step with hosts.
+    for s in &steps[1..] {
+        for view in ["nodeListSeconds", "siteStatusSeconds"] {
+            let t = s["views"][view].as_f64().unwrap();
+            assert!(t > 0.0 && t < 300.0, "{view}: {report}");
+        }
+    }
 
     // Each is a node of its site at the control plane, and a chassis of
     // its own (its own tunnel endpoint) in the southbound.

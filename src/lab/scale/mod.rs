@@ -17,7 +17,7 @@ mod plan;
 mod report;
 mod sample;
 
-pub use report::{ScaleReport, Step};
+pub use report::{ScaleReport, Step, Views};
 
 use super::nsenter::ContainerRunner;
 use super::state::{HostState, LabState};
@@ -76,7 +76,9 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         "measuring the idle control plane for {}",
         humantime::format_duration(opts.window)
     );
-    report.steps.push(harness.measure(0, Vec::new(), 0.0));
+    report
+        .steps
+        .push(harness.measure(0, Vec::new(), 0.0, None)?);
     report.write(&files, &opts.report)?;
     let mut joined = 0;
     for &n in &opts.steps {
@@ -88,7 +90,10 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         let up = started.elapsed().as_secs_f64();
         tracing::info!("  all {n} chassis up {up:.0}s after the last join");
         std::thread::sleep(opts.settle);
-        report.steps.push(harness.measure(n, joins, up));
+        let first_site = layout.first().map(|h| h.site.as_str());
+        report
+            .steps
+            .push(harness.measure(n, joins, up, first_site)?);
         report.write(&files, &opts.report)?;
         joined = n;
     }
@@ -243,23 +248,57 @@ impl Harness<'_> {
     }
 
     /// One window of the control plane at `hosts` simulated hosts.
-    fn measure(&self, hosts: usize, joins: Vec<chassis::ChassisJoin>, up_seconds: f64) -> Step {
+    fn measure(
+        &self,
+        hosts: usize,
+        joins: Vec<chassis::ChassisJoin>,
+        up_seconds: f64,
+        first_site: Option<&str>,
+    ) -> Result<Step> {
         let before = sample::Snapshot::take(self.cp_init);
         std::thread::sleep(self.opts.window);
         let after = sample::Snapshot::take(self.cp_init);
-        let step = Step::new(
+        let mut step = Step::new(
             hosts,
             self.opts.window,
             before.window(&after),
             joins,
             up_seconds,
         );
+        step.views = self.views(first_site)?;
         tracing::info!(
-            "  {hosts} hosts: control plane {:.1} % of a core, PSS {:.2} GB",
+            "  {hosts} hosts: control plane {:.1} % of a core, PSS {:.2} GB; node list {:.2}s, site status {:.2}s",
             step.cpu_percent,
-            step.pss_bytes as f64 / 1e9
+            step.pss_bytes as f64 / 1e9,
+            step.views.node_list_seconds,
+            step.views.site_status_seconds
         );
-        step
+        Ok(step)
+    }
+
+    /// Time the operator's views on the control plane: `dcn node list`,
+    /// and `dcn site status` of `site` (none before the first step).
+    fn views(&self, site: Option<&str>) -> Result<Views> {
+        let timed = |what: &str, args: &[&str]| -> Result<f64> {
+            let started = Instant::now();
+            self.cp_runner.run(
+                &Cmd::new(what, "dcn")
+                    .args(args.iter().copied())
+                    .read_only()
+                    .timeout(Duration::from_secs(300)),
+            )?;
+            Ok(started.elapsed().as_secs_f64())
+        };
+        Ok(Views {
+            node_list_seconds: timed("listing the edge hosts", &["node", "list"])?,
+            site_status_seconds: match site {
+                Some(site) => timed(
+                    &format!("showing the status of site {site}"),
+                    &["site", "status", site],
+                )?,
+                None => 0.0,
+            },
+        })
     }
 }
 
