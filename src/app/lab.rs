@@ -84,6 +84,7 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
                 window: args.window,
                 settle: args.settle,
                 report: report.clone(),
+                storms: args.storms,
             })?;
             print!("{}", r.markdown());
             println!("\nThe report is in {}.", report.display());

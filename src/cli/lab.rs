@@ -78,8 +78,8 @@ pub enum LabCommand {
     /// each joined through the real join path, each a real ovn-controller with its own
     /// chassis and node certificate. The idle control plane is measured first, then each
     /// fleet size of --hosts in turn: every chassis up, a pause, a window of CPU, PSS and
-    /// TCP connections per control-plane unit. The report (report.json, report.md,
-    /// curve.svg) is rewritten after each step.
+    /// TCP connections per control-plane unit; with --storms, then the reconnect storms. The
+    /// report (report.json, report.md, curve.svg) is rewritten after each step.
     Scale(LabScaleArgs),
     /// Join simulated edge hosts and start their chassis (inside a carrier; run by `dcn lab scale`)
     #[command(hide = true)]
@@ -118,6 +118,10 @@ pub struct LabScaleArgs {
     /// Where the report goes (default DIR/scale)
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// After the last step, the reconnect storms: every carrier's link cut for DURATION and
+    /// restored at once, then the control plane restarted; each timed until every chassis is up
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub storms: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]

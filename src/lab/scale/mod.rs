@@ -16,6 +16,7 @@ mod curve;
 mod plan;
 mod report;
 mod sample;
+pub(crate) mod storm;
 
 pub use report::{ScaleReport, Step, Views};
 
@@ -46,6 +47,9 @@ pub struct ScaleOptions {
     pub settle: Duration,
     /// Where the report goes (report.json, report.md, curve.svg).
     pub report: PathBuf,
+    /// After the last step, the reconnect storms, with the links cut for
+    /// this long.
+    pub storms: Option<Duration>,
 }
 
 /// Parse `--hosts 10,100,300`.
@@ -99,6 +103,18 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
     }
     report.fit();
     report.write(&files, &opts.report)?;
+    if let Some(cut) = opts.storms {
+        tracing::info!("reconnect storms at {joined} simulated edge hosts");
+        let storms = storm::StormLab {
+            dir: &opts.dir,
+            state: &state,
+            hosts: &layout[..joined],
+            cut,
+        }
+        .run()?;
+        report.storms = Some(storms);
+        report.write(&files, &opts.report)?;
+    }
     Ok(report)
 }
 

@@ -18,6 +18,8 @@ use std::time::Duration;
 /// The goals of issue 25, per edge host.
 pub const GOAL_CPU_PERCENT_PER_HOST: f64 = 0.1;
 pub const GOAL_PSS_BYTES_PER_HOST: f64 = 2e6;
+/// After a storm, every chassis up within this.
+pub const GOAL_STORM_SECONDS: f64 = 300.0;
 
 /// A unit's marginal cost over the last step above this many times its
 /// fitted cost per host is named as growing faster than linear…
@@ -37,6 +39,8 @@ pub struct ScaleReport {
     pub settle_seconds: f64,
     pub steps: Vec<Step>,
     pub fit: Option<Fit>,
+    /// The reconnect storms at the last step's size, when asked for.
+    pub storms: Option<super::storm::Storms>,
 }
 
 /// What the run ran on.
@@ -151,6 +155,34 @@ impl Step {
     }
 }
 
+/// The storms' table, against the goal of every chassis up within 5
+/// minutes.
+fn storms_markdown(st: &super::storm::Storms) -> String {
+    let mut out = format!(
+        "\n## Reconnect storms at {} hosts\n\n| storm | outage (s) | chassis down before recovery | every chassis up after (s) | control plane CPU meanwhile (% of a core) | PSS after (GB) | goal: up within {:.0} s |\n|---|---|---|---|---|---|---|\n",
+        st.hosts, GOAL_STORM_SECONDS
+    );
+    for (name, s) in [
+        ("every link cut, then restored at once", &st.links),
+        ("control plane restarted", &st.restart),
+    ] {
+        out.push_str(&format!(
+            "| {name} | {:.0} | {} | {:.1} | {:.1} | {:.2} | {} |\n",
+            s.outage_seconds,
+            s.down_before_recovery,
+            s.all_up_seconds,
+            s.cpu_percent,
+            s.pss_bytes as f64 / 1e9,
+            if s.all_up_seconds <= GOAL_STORM_SECONDS {
+                "met"
+            } else {
+                "NOT met"
+            }
+        ));
+    }
+    out
+}
+
 /// Least-squares slope of y against x.
 pub fn slope(points: &[(f64, f64)]) -> f64 {
     let n = points.len() as f64;
@@ -192,6 +224,7 @@ impl ScaleReport {
             settle_seconds: opts.settle.as_secs_f64(),
             steps: Vec::new(),
             fit: None,
+            storms: None,
         }
     }
 
@@ -291,6 +324,9 @@ impl ScaleReport {
         if let Some(f) = &self.fit {
             out.push_str(&self.fit_markdown(f));
         }
+        if let Some(st) = &self.storms {
+            out.push_str(&storms_markdown(st));
+        }
         out
     }
 
@@ -365,6 +401,7 @@ mod tests {
             settle_seconds: 60.0,
             steps,
             fit: None,
+            storms: None,
         }
     }
 
@@ -411,5 +448,34 @@ mod tests {
         assert_eq!(slope(&[(1.0, 1.0)]), 0.0);
         assert_eq!(slope(&[(1.0, 1.0), (1.0, 2.0)]), 0.0);
         assert!((slope(&[(0.0, 1.0), (2.0, 5.0)]) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn storms_are_shown_against_their_goal() {
+        let storm = |up: f64| crate::lab::scale::storm::Storm {
+            outage_seconds: 60.0,
+            down_before_recovery: 50,
+            all_up_seconds: up,
+            cpu_percent: 80.0,
+            pss_bytes: 2_000_000_000,
+        };
+        let mut r = report(vec![step(0, &[("a.service", 1.0)])]);
+        r.storms = Some(crate::lab::scale::storm::Storms {
+            hosts: 50,
+            links: storm(12.5),
+            restart: storm(400.0),
+        });
+        let md = r.markdown();
+        assert!(md.contains("## Reconnect storms at 50 hosts"), "{md}");
+        assert!(
+            md.contains(
+                "| every link cut, then restored at once | 60 | 50 | 12.5 | 80.0 | 2.00 | met |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| control plane restarted | 60 | 50 | 400.0 | 80.0 | 2.00 | NOT met |"),
+            "{md}"
+        );
     }
 }
