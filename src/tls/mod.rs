@@ -75,6 +75,17 @@ pub fn client_config_with_ca(ca_pem: &str) -> Result<rustls::ClientConfig> {
 /// A blocking HTTP client with timeouts; TLS (when used) trusts `ca_pem`
 /// only.
 pub fn http_client(ca_pem: Option<&str>, timeout: Duration) -> Result<reqwest::blocking::Client> {
+    http_client_from(ca_pem, timeout, None)
+}
+
+/// [`http_client`] whose connections leave from `local` (an address of
+/// this host), when given: the scale harness's simulated hosts share a
+/// carrier, each with its own address.
+pub fn http_client_from(
+    ca_pem: Option<&str>,
+    timeout: Duration,
+    local: Option<std::net::IpAddr>,
+) -> Result<reqwest::blocking::Client> {
     let tls = match ca_pem {
         Some(pem) => client_config_with_ca(pem)?,
         None => rustls::ClientConfig::builder_with_provider(provider())
@@ -83,7 +94,7 @@ pub fn http_client(ca_pem: Option<&str>, timeout: Duration) -> Result<reqwest::b
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth(),
     };
-    blocking_client(tls, timeout)
+    blocking_client(tls, timeout, local)
 }
 
 /// A blocking HTTP client that checks no server certificate: only for
@@ -93,15 +104,18 @@ pub fn unverified_http_client(timeout: Duration) -> Result<reqwest::blocking::Cl
     blocking_client(
         client_config_for(&ServerTrust::Insecure, &Presented::default())?,
         timeout,
+        None,
     )
 }
 
 fn blocking_client(
     tls: rustls::ClientConfig,
     timeout: Duration,
+    local: Option<std::net::IpAddr>,
 ) -> Result<reqwest::blocking::Client> {
     reqwest::blocking::Client::builder()
         .use_preconfigured_tls(tls)
+        .local_address(local)
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("dcn/", env!("CARGO_PKG_VERSION")))

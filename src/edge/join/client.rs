@@ -62,9 +62,19 @@ pub struct JoinClient {
 
 impl JoinClient {
     pub fn new(join_endpoint: &str, ca_pem: &str) -> Result<JoinClient> {
+        Self::from_address(join_endpoint, ca_pem, None)
+    }
+
+    /// A client whose connections leave from `local` when given (a
+    /// simulated host of the scale harness, on its carrier).
+    pub fn from_address(
+        join_endpoint: &str,
+        ca_pem: &str,
+        local: Option<std::net::IpAddr>,
+    ) -> Result<JoinClient> {
         Ok(JoinClient {
             base: join_endpoint.trim_end_matches('/').to_string(),
-            http: crate::tls::http_client(Some(ca_pem), Duration::from_secs(60))?,
+            http: crate::tls::http_client_from(Some(ca_pem), Duration::from_secs(60), local)?,
         })
     }
 

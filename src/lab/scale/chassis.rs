@@ -73,10 +73,6 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
         &FileSpec::public(),
     )?;
     crate::edge::join::edge::write_hosts(&files, &bundle)?;
-    let client = JoinClient::new(
-        bundle.manifest.control_plane.join_endpoint.as_str(),
-        &bundle.trusted_pem(),
-    )?;
     let runner = SystemRunner::new(false);
     // A spare edge has its packages but nothing started: Open vSwitch
     // first (ovn-controller's own unit stays off; each chassis has one).
@@ -88,9 +84,9 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
     let results: Vec<Result<ChassisJoin>> = std::thread::scope(|scope| {
         let jobs: Vec<_> = (opts.hosts.iter())
             .map(|(name, address)| {
-                let (bundle, client, runner) = (&bundle, &client, &runner);
+                let (bundle, runner) = (&bundle, &runner);
                 scope.spawn(move || {
-                    let join = join_one(recipes, opts, bundle, client, name, *address)?;
+                    let join = join_one(recipes, opts, bundle, name, *address)?;
                     start(recipes, runner, bundle, name, *address, &opts.state)?;
                     Ok(join)
                 })
@@ -125,11 +121,17 @@ fn join_one(
     recipes: &Recipes,
     opts: &ChassisOptions,
     bundle: &VerifiedBundle,
-    client: &JoinClient,
     name: &str,
     address: Ipv4Addr,
 ) -> Result<ChassisJoin> {
     let node = Host::system(opts.state.join(name), false);
+    // From the host's own address, as a real edge's join comes: the join
+    // service limits requests per address.
+    let client = JoinClient::from_address(
+        bundle.manifest.control_plane.join_endpoint.as_str(),
+        &bundle.trusted_pem(),
+        Some(IpAddr::V4(address)),
+    )?;
     let started = Instant::now();
     if kept(recipes, &node.files)?.is_some() {
         return Ok(ChassisJoin {
@@ -142,7 +144,7 @@ fn join_one(
     request(
         recipes,
         &node,
-        client,
+        &client,
         bundle,
         name,
         IpAddr::V4(address),
