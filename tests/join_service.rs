@@ -196,6 +196,35 @@ fn the_service_only_talks_tls_with_its_ca_and_rate_limits() {
     assert!(limited, "40 quick requests from one address hit the limit");
 }
 
+/// A node's own requests count per node (hosts behind one address each
+/// keep their pace), but refused credentials count against their address:
+/// a guesser that puts a new host name in each path is slowed down all
+/// the same, and then its address's requests with credentials wait too.
+#[test]
+fn refused_node_credentials_are_limited_per_address_whatever_the_host_names() {
+    let cp = control_plane();
+    let client = JoinClient::new(&cp.endpoint, cp.ca.cert_pem()).unwrap();
+    let mut refused = 0;
+    let mut limited = None;
+    for n in 0..40 {
+        let err = client
+            .node_status(&format!("guess{n}"), "wrong")
+            .unwrap_err();
+        let r = err.downcast_ref::<Refused>().expect("a refusal");
+        if r.0.error == "rate-limited" {
+            limited = Some(n);
+            break;
+        }
+        refused += 1;
+    }
+    assert_eq!(limited, Some(20), "after {refused} refused credentials");
+    let err = client.node_status("node1", "wrong").unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<Refused>().unwrap().0.error,
+        "rate-limited"
+    );
+}
+
 /// A host and a control plane of different join protocols are told so, and
 /// nothing is provisioned: the older dcn's `POST /v1/join` is refused before
 /// its body is read, and a join service without `/v2/join` (here: a base

@@ -1,6 +1,7 @@
 //! One HTTPS request of the join service: rate-limited, routed by method and
 //! path ([`super::routes`]) to its handler, its body read within limits, its outcome logged.
 
+use super::ratelimit::Caller;
 use super::routes::Route;
 use super::{State, answer_join, certificate, config, handlers, progress, shown};
 use crate::wire::{CERTIFICATE_MAX_BODY, CONFIG_MAX_BODY, ErrorReply, Health, PROGRESS_MAX_BODY};
@@ -90,7 +91,10 @@ async fn route(
     body_time: Duration,
     req: Request<Incoming>,
 ) -> Answer {
-    if !state.limiter.allow(peer.ip()) {
+    let route = Route::resolve(req.method().as_str(), req.uri().path());
+    let caller = caller(&route);
+    let credentialed = caller != Caller::Anonymous;
+    if !state.limiter.allow(peer.ip(), caller) {
         return (
             error(
                 429,
@@ -100,9 +104,29 @@ async fn route(
             String::new(),
         );
     }
-    let route = Route::resolve(req.method().as_str(), req.uri().path());
-    match answer(state, route, body_time, req).await {
+    let (response, note) = match answer(state, route, body_time, req).await {
         Ok(answer) | Err(answer) => answer,
+    };
+    if credentialed && matches!(response.status().as_u16(), 401 | 403) {
+        state.limiter.refused(peer.ip());
+    }
+    (response, note)
+}
+
+/// Who a request counts as, for its rate limit.
+fn caller(route: &Route) -> Caller<'_> {
+    match route {
+        Route::JoinChallenge => Caller::Challenge,
+        Route::Join | Route::Progress => Caller::Credential,
+        Route::NodeStatus(host) | Route::FetchConfig(host) | Route::ReportConfig(host) => {
+            Caller::Node(host.as_str())
+        }
+        Route::NodeCertificate(host) => Caller::Node(host.as_str()),
+        Route::Health
+        | Route::OldJoin
+        | Route::TrustedCas
+        | Route::NotAHostName(_)
+        | Route::NotFound => Caller::Anonymous,
     }
 }
 
