@@ -119,17 +119,27 @@ pub fn join(
         ));
     };
     let registry = Registry::new(&host.files);
+    let started = std::time::Instant::now();
     let admitted = admit(host, &registry, challenges, req, &token, &hostname, address)?;
     let issued = &admitted.issued;
+    let admitted_at = started.elapsed();
     let granted = not_reserved(host, accounts, &admitted.site, hostname.as_str()).and_then(|()| {
         let passwords = PasswordStore::load(&host.files).map_err(internal)?;
         crate::centre::sites::accounts::grant(accounts, recipes, &passwords, hostname.as_str())
             .map_err(internal)
     });
+    let granted_at = started.elapsed();
     let recorded = granted.and_then(|credentials| {
         record(host, &registry, &token, &hostname, address, &admitted)
             .map(|node_secret| (credentials, node_secret))
     });
+    // Where a join's time goes on this side (docs/scale.md).
+    tracing::info!(
+        "join of {hostname}: admitted in {:.2}s, accounts {:.2}s, recorded {:.2}s",
+        admitted_at.as_secs_f64(),
+        (granted_at - admitted_at).as_secs_f64(),
+        (started.elapsed() - granted_at).as_secs_f64()
+    );
     let (credentials, node_secret) = match recorded {
         Ok(r) => r,
         Err(refusal) => {
