@@ -52,7 +52,7 @@ impl ControlPlaneAccounts {
 
     /// `call` with the kept admin login; when it fails, the login is
     /// made again for the next call (its token may have expired).
-    fn with_admin(&self, call: impl FnOnce(&Cloud) -> Result<()>) -> Result<()> {
+    fn with_admin<T>(&self, call: impl FnOnce(&Arc<Cloud>) -> Result<T>) -> Result<T> {
         let cloud = self
             .admin
             .get(|| Ok(Arc::new(super::client::admin(&self.host)?)))?;
@@ -66,7 +66,9 @@ impl ControlPlaneAccounts {
 
 impl ComputeHosts for ControlPlaneAccounts {
     fn is_compute_host(&self, hostname: &str) -> Result<bool> {
-        Nova::admin(&self.host)?.is_compute_host(hostname)
+        self.with_admin(|cloud| {
+            Nova::with_login(cloud.clone(), &self.host).is_compute_host(hostname)
+        })
     }
 }
 

@@ -50,17 +50,25 @@ pub struct HostView {
 
 /// This control plane's nova and placement, as its admin.
 pub(super) struct Nova {
-    cloud: Cloud,
+    cloud: std::sync::Arc<Cloud>,
     host: Host,
 }
 
 impl Nova {
     /// Log in as the admin of the control plane on `host`.
     pub fn admin(host: &Host) -> Result<Nova> {
-        Ok(Nova {
-            cloud: super::client::admin(host)?,
+        Ok(Nova::with_login(
+            std::sync::Arc::new(super::client::admin(host)?),
+            host,
+        ))
+    }
+
+    /// With an admin login already made (a kept one).
+    pub fn with_login(cloud: std::sync::Arc<Cloud>, host: &Host) -> Nova {
+        Nova {
+            cloud,
             host: host.clone(),
-        })
+        }
     }
 }
 
