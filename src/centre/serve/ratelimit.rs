@@ -99,9 +99,9 @@ impl RateLimiter {
         match caller {
             Caller::Anonymous => take(&mut buckets, Key::Address(peer), now),
             Caller::Challenge => take(&mut buckets, Key::Challenges(peer), now),
-            Caller::Credential => level(&mut buckets, Key::Address(peer), now) >= 1.0,
+            Caller::Credential => *level(&mut buckets, Key::Address(peer), now) >= 1.0,
             Caller::Node(node) => {
-                level(&mut buckets, Key::Address(peer), now) >= 1.0
+                *level(&mut buckets, Key::Address(peer), now) >= 1.0
                     && take(&mut buckets, Key::Node(peer, node.to_string()), now)
             }
         }
@@ -116,24 +116,23 @@ impl RateLimiter {
 type Buckets = HashMap<Key, (f64, Instant)>;
 
 /// The bucket's tokens now, refilled.
-fn level(buckets: &mut Buckets, key: Key, now: Instant) -> f64 {
+fn level(buckets: &mut Buckets, key: Key, now: Instant) -> &mut f64 {
     let rate = key.rate();
     let (tokens, at) = buckets.entry(key).or_insert((rate.burst, now));
     let refill = now.duration_since(*at).as_secs_f64() * rate.per_minute / 60.0;
     *tokens = (*tokens + refill).min(rate.burst);
     *at = now;
-    *tokens
+    tokens
 }
 
 /// Take a token from the bucket, if it has one.
 fn take(buckets: &mut Buckets, key: Key, now: Instant) -> bool {
-    let tokens = level(buckets, key.clone(), now);
-    if tokens >= 1.0 {
-        buckets.get_mut(&key).expect("just filled").0 = tokens - 1.0;
-        true
-    } else {
-        false
+    let tokens = level(buckets, key, now);
+    let has = *tokens >= 1.0;
+    if has {
+        *tokens -= 1.0;
     }
+    has
 }
 
 /// Forget idle clients rather than grow without bound.
