@@ -9,10 +9,12 @@
 //! waits until every chassis answers the southbound, lets the control
 //! plane settle, and measures a window: CPU, PSS and TCP connections of
 //! every control-plane unit ([`sample`]). The report ([`report`]) fits the
-//! cost per host and draws the curve.
+//! cost per host and draws the curve; [`markdown`] writes it for people.
+//! With `--storms`, the run ends with the reconnect storms ([`storm`]).
 
 pub mod chassis;
 mod curve;
+mod markdown;
 mod plan;
 mod report;
 mod sample;
@@ -238,12 +240,7 @@ impl Harness<'_> {
     fn wait_chassis_up(&self, hosts: &[SimHost]) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30 * 60);
         loop {
-            let states = crate::openstack::southbound(&self.cp_runner)
-                .chassis_states(Duration::from_secs(30))?;
-            let down: Vec<&str> = (hosts.iter())
-                .filter(|h| states.get(&h.name) != Some(&PlaneState::Up))
-                .map(|h| h.name.as_str())
-                .collect();
+            let down = down_chassis(&self.cp_runner, hosts, Duration::from_secs(30))?;
             if down.is_empty() {
                 return Ok(());
             }
@@ -251,7 +248,7 @@ impl Harness<'_> {
                 bail!(
                     "{} simulated chassis are not up after 30 minutes (first: {}); see /var/log/ovn/dcn-sim-<name>.log in their carriers",
                     down.len(),
-                    down.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+                    down[..down.len().min(5)].join(", ")
                 );
             }
             tracing::info!(
@@ -316,6 +313,16 @@ impl Harness<'_> {
             },
         })
     }
+}
+
+/// The simulated hosts of `hosts` whose chassis do not answer the
+/// southbound's ping within `answer`.
+fn down_chassis(runner: &dyn Runner, hosts: &[SimHost], answer: Duration) -> Result<Vec<String>> {
+    let states = crate::openstack::southbound(runner).chassis_states(answer)?;
+    Ok((hosts.iter())
+        .filter(|h| states.get(&h.name) != Some(&PlaneState::Up))
+        .map(|h| h.name.clone())
+        .collect())
 }
 
 /// Where a site's bundle is written on the control plane and read on its

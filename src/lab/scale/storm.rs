@@ -9,8 +9,6 @@ use super::sample::Snapshot;
 use crate::host::command::SystemRunner;
 use crate::lab::nsenter::ContainerRunner;
 use crate::lab::state::LabState;
-use crate::openstack::PlaneState;
-use crate::openstack::southbound::Southbound;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::path::Path;
@@ -165,12 +163,12 @@ impl StormLab<'_> {
     }
 }
 
-/// The simulated hosts whose chassis do not answer the southbound now.
+/// The simulated hosts whose chassis do not answer now (the control
+/// plane's container changes with a restart, so it is named by its init).
 fn down_chassis(cp_init: u32, hosts: &[SimHost]) -> Result<Vec<String>> {
-    let runner = ContainerRunner::new(cp_init);
-    let states = crate::openstack::southbound(&runner).chassis_states(Duration::from_secs(10))?;
-    Ok((hosts.iter())
-        .filter(|h| states.get(&h.name) != Some(&PlaneState::Up))
-        .map(|h| h.name.clone())
-        .collect())
+    super::down_chassis(
+        &ContainerRunner::new(cp_init),
+        hosts,
+        Duration::from_secs(10),
+    )
 }
