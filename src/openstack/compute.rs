@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Whether the cloud has a compute service named `hostname` (up or down).
 pub trait ComputeHosts {
@@ -32,10 +32,25 @@ pub trait ComputeCloud: ComputeHosts {
     /// Delete the host's compute service, with its compute node and
     /// resource provider. Refused by nova while it has instances.
     fn remove_host(&self, hostname: &str) -> Result<()>;
+    /// Every nova-compute service by host: its state and last heartbeat.
+    fn compute_reports(&self) -> Result<BTreeMap<String, ComputeReport>>;
     /// Every nova-compute service by host: up, down or disabled.
-    fn compute_states(&self) -> Result<BTreeMap<String, PlaneState>>;
+    fn compute_states(&self) -> Result<BTreeMap<String, PlaneState>> {
+        Ok((self.compute_reports()?.into_iter())
+            .map(|(host, r)| (host, r.state))
+            .collect())
+    }
     /// What nova and placement hold of one host, `aggregate` its site's.
     fn host_view(&self, hostname: &str, aggregate: Option<u64>) -> Result<HostView>;
+}
+
+/// A nova-compute service as nova reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ComputeReport {
+    pub state: PlaneState,
+    /// Its last heartbeat (nova's `updated_at`: every `report_interval`,
+    /// 10 s by default), if it ever reported.
+    pub last_report: Option<SystemTime>,
 }
 
 /// One host as nova and placement see it.
@@ -180,7 +195,7 @@ impl ComputeCloud for Nova {
         Ok(())
     }
 
-    fn compute_states(&self) -> Result<BTreeMap<String, PlaneState>> {
+    fn compute_reports(&self) -> Result<BTreeMap<String, ComputeReport>> {
         let v = self
             .cloud
             .get("compute", "/os-services?binary=nova-compute")
@@ -225,7 +240,7 @@ impl Nova {
     }
 }
 
-fn parse_compute_services(v: &Value) -> BTreeMap<String, PlaneState> {
+fn parse_compute_services(v: &Value) -> BTreeMap<String, ComputeReport> {
     v["services"]
         .as_array()
         .into_iter()
@@ -239,9 +254,22 @@ fn parse_compute_services(v: &Value) -> BTreeMap<String, PlaneState> {
             } else {
                 PlaneState::Down
             };
-            Some((host, state))
+            let last_report = s["updated_at"].as_str().and_then(nova_time);
+            Some((host, ComputeReport { state, last_report }))
         })
         .collect()
+}
+
+/// A time as nova's API writes it: UTC, without a zone before
+/// microversion 2.x's own changes (`2026-11-29T12:00:00.000000`).
+fn nova_time(text: &str) -> Option<SystemTime> {
+    let zoned = text.ends_with('Z') || text[10.min(text.len())..].contains(['+', '-']);
+    let text = if zoned {
+        text.to_string()
+    } else {
+        format!("{text}Z")
+    };
+    crate::timefmt::parse_rfc3339(&text).ok()
 }
 
 #[cfg(test)]
@@ -256,8 +284,25 @@ mod tests {
             {"host": "edge3", "state": "up", "status": "disabled"},
         ]});
         let m = parse_compute_services(&v);
-        assert_eq!(m["edge1"], PlaneState::Up);
-        assert_eq!(m["edge2"], PlaneState::Down);
-        assert_eq!(m["edge3"], PlaneState::Disabled);
+        assert_eq!(m["edge1"].state, PlaneState::Up);
+        assert_eq!(m["edge2"].state, PlaneState::Down);
+        assert_eq!(m["edge3"].state, PlaneState::Disabled);
+        assert_eq!(m["edge1"].last_report, None);
+    }
+
+    #[test]
+    fn heartbeats_are_read_in_utc() {
+        let v = serde_json::json!({"services": [
+            {"host": "a", "state": "up", "status": "enabled", "updated_at": "2026-11-29T12:00:01.500000"},
+            {"host": "b", "state": "up", "status": "enabled", "updated_at": "2026-11-29T12:00:01Z"},
+            {"host": "c", "state": "up", "status": "enabled", "updated_at": "2026-11-29T13:00:01+01:00"},
+            {"host": "d", "state": "down", "status": "enabled", "updated_at": "yesterday"},
+        ]});
+        let m = parse_compute_services(&v);
+        let at = |h: &str| m[h].last_report.map(crate::timefmt::rfc3339);
+        assert_eq!(at("a").as_deref(), Some("2026-11-29T12:00:01Z"));
+        assert_eq!(at("b"), at("a"));
+        assert_eq!(at("c"), at("a"));
+        assert_eq!(m["d"].last_report, None);
     }
 }

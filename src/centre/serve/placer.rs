@@ -228,7 +228,7 @@ pub fn record_placed(
 mod tests {
     use super::*;
     use crate::centre::sites::Site;
-    use crate::openstack::compute::{ComputeHosts, HostView};
+    use crate::openstack::compute::{ComputeHosts, ComputeReport, HostView};
     use std::collections::BTreeMap;
     use std::sync::Mutex;
 
@@ -272,11 +272,13 @@ mod tests {
         fn remove_host(&self, _: &str) -> Result<()> {
             unreachable!()
         }
-        fn compute_states(&self) -> Result<BTreeMap<String, PlaneState>> {
+        fn compute_reports(&self) -> Result<BTreeMap<String, ComputeReport>> {
             self.count("compute_states");
-            Ok((self.registered.iter())
-                .map(|h| (h.clone(), PlaneState::Up))
-                .collect())
+            let up = ComputeReport {
+                state: PlaneState::Up,
+                last_report: None,
+            };
+            Ok((self.registered.iter()).map(|h| (h.clone(), up)).collect())
         }
         fn host_view(&self, _: &str, _: Option<u64>) -> Result<HostView> {
             unreachable!()

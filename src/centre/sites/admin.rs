@@ -70,6 +70,9 @@ pub struct NodeView {
     pub node: Member,
     /// Its nova-compute service.
     pub compute: PlaneState,
+    /// Its nova-compute service's last heartbeat, if it ever reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_last_report: Option<String>,
     /// Its OVN chassis (ovn-controller connected and processing).
     pub network: PlaneState,
     /// Its progress: PHASE is `progress.shown`.
@@ -100,7 +103,7 @@ impl NodeView {
 pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
     let hosts = phases::all_hosts(&host.files, SystemTime::now())?;
     let compute = compute_cloud(host)
-        .and_then(|cloud| cloud.compute_states())
+        .and_then(|cloud| cloud.compute_reports())
         .map_err(|e| tracing::warn!("the compute cloud's view of the nodes is unknown: {e:#}"))
         .unwrap_or_default();
     let network = (southbound(host.runner.as_ref()).chassis_states(CHASSIS_ANSWER))
@@ -110,8 +113,11 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
     Ok(hosts
         .into_iter()
         .map(|(node, progress)| NodeView {
+            compute_last_report: (compute.get(&progress.hostname))
+                .and_then(|r| r.last_report)
+                .map(rfc3339),
             compute: match compute.get(&progress.hostname) {
-                Some(s) => *s,
+                Some(r) => r.state,
                 None if compute_known => PlaneState::Missing,
                 None => PlaneState::Unknown,
             },
