@@ -85,6 +85,7 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
                 settle: args.settle,
                 report: report.clone(),
                 storms: args.storms,
+                fake_computes: args.fake_computes,
             })?;
             print!("{}", r.markdown());
             println!("\nThe report is in {}.", report.display());
@@ -99,6 +100,7 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
                     hosts: args.hosts,
                     state: args.state,
                     timeout: std::time::Duration::from_secs(20 * 60),
+                    fake_compute: args.fake_compute,
                 },
             )?;
             println!("{}", serde_json::to_string(&joins)?);

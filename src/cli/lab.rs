@@ -122,6 +122,10 @@ pub struct LabScaleArgs {
     /// restored at once, then the control plane restarted; each timed until every chassis is up
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub storms: Option<std::time::Duration>,
+    /// The first K simulated hosts also run a real nova-compute with nova's fake virt driver
+    /// (about 100 MB of memory each in their carrier)
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub fake_computes: usize,
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +142,9 @@ pub struct LabChassisArgs {
     /// Where each host keeps its join state
     #[arg(long, value_name = "DIR", default_value = crate::lab::scale::chassis::DEFAULT_STATE)]
     pub state: PathBuf,
+    /// Each host also runs a nova-compute with nova's fake virt driver
+    #[arg(long)]
+    pub fake_compute: bool,
 }
 
 fn parse_sim_host(s: &str) -> Result<(String, std::net::Ipv4Addr), String> {

@@ -145,7 +145,7 @@ fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     let recipes = Recipes::embedded().unwrap();
     let manifest = super::tests::sample_manifest(&recipes, &BTreeMap::new());
     let creds = crate::edge::join::edge::Credentials::sample(&recipes, "edge1", "edge1-n1");
-    let values = crate::edge::join::edge::values(
+    let values = crate::edge::join::edge::compute_values(
         crate::recipes::for_tests(),
         &manifest,
         &creds,

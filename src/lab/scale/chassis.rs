@@ -9,7 +9,8 @@
 //! as on a real edge, so a second run finds it and joins no one twice.
 //! The controllers run as transient systemd units (`dcn-sim-<name>`),
 //! restarted when they die, at a lower CPU priority than the control
-//! plane's services they load.
+//! plane's services they load. With `--fake-compute`, each also runs a
+//! nova-compute ([`super::fake_compute`]).
 
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle_file};
 use crate::edge::join::client::JoinClient;
@@ -40,6 +41,8 @@ pub struct ChassisOptions {
     pub state: PathBuf,
     /// How long each join may keep trying.
     pub timeout: Duration,
+    /// Each host also runs a nova-compute with nova's fake virt driver.
+    pub fake_compute: bool,
 }
 
 /// One simulated host's join, as the harness reports it.
@@ -73,6 +76,14 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
         &FileSpec::public(),
     )?;
     crate::edge::join::edge::write_hosts(&files, &bundle)?;
+    if opts.fake_compute {
+        // Where nova-compute's rendered config reads the control plane's CA.
+        files.write(
+            crate::paths::PUBLIC_CA,
+            bundle.trusted_pem().as_bytes(),
+            &FileSpec::public(),
+        )?;
+    }
     let runner = SystemRunner::new(false);
     // A spare edge has its packages but nothing started: Open vSwitch
     // first (ovn-controller's own unit stays off; each chassis has one).
@@ -88,6 +99,10 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
                 scope.spawn(move || {
                     let join = join_one(recipes, opts, bundle, name, *address)?;
                     start(recipes, runner, bundle, name, *address, &opts.state)?;
+                    if opts.fake_compute {
+                        let root = opts.state.join(name);
+                        super::fake_compute::start(recipes, runner, bundle, name, *address, &root)?;
+                    }
                     Ok(join)
                 })
             })

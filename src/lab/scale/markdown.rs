@@ -25,11 +25,12 @@ impl ScaleReport {
             self.window_seconds,
             self.settle_seconds
         );
-        out.push_str("| hosts | control plane CPU (% of a core) | PSS (GB) | TCP connections | joins | join median / p95 / max (s) | chassis up (s) | node list / site status (s) |\n|---|---|---|---|---|---|---|---|\n");
+        out.push_str("| hosts | of them with a nova-compute | control plane CPU (% of a core) | PSS (GB) | TCP connections | joins | join median / p95 / max (s) | all up (s) | node list / site status (s) |\n|---|---|---|---|---|---|---|---|---|\n");
         for s in &self.steps {
             out.push_str(&format!(
-                "| {} | {:.2} | {:.2} | {} | {} | {:.1} / {:.1} / {:.1} | {:.1} | {:.2} / {:.2} |\n",
+                "| {} | {} | {:.2} | {:.2} | {} | {} | {:.1} / {:.1} / {:.1} | {:.1} | {:.2} / {:.2} |\n",
                 s.hosts,
+                s.computes,
                 s.cpu_percent,
                 s.pss_bytes as f64 / 1e9,
                 s.tcp_connections,
@@ -90,25 +91,29 @@ impl ScaleReport {
     }
 }
 
-/// The storms' table, against the goal of every chassis up within 5
-/// minutes.
+/// The storms' table, against the goal of every chassis and compute up
+/// within 5 minutes.
 fn storms_markdown(st: &Storms) -> String {
     let mut out = format!(
-        "\n## Reconnect storms at {} hosts\n\n| storm | outage (s) | chassis down before recovery | every chassis up after (s) | control plane CPU meanwhile (% of a core) | PSS after (GB) | goal: up within {:.0} s |\n|---|---|---|---|---|---|---|\n",
+        "\n## Reconnect storms at {} hosts\n\n| storm | outage (s) | chassis down before recovery | every chassis up after (s) | every nova-compute reporting after (s) | control plane CPU meanwhile (% of a core) | PSS after (GB) | goal: up within {:.0} s |\n|---|---|---|---|---|---|---|---|\n",
         st.hosts, GOAL_STORM_SECONDS
     );
     for (name, s) in [
         ("every link cut, then restored at once", &st.links),
         ("control plane restarted", &st.restart),
     ] {
+        let computes = s
+            .computes_up_seconds
+            .map_or("-".into(), |c| format!("{c:.1}"));
+        let slowest = s.all_up_seconds.max(s.computes_up_seconds.unwrap_or(0.0));
         out.push_str(&format!(
-            "| {name} | {:.0} | {} | {:.1} | {:.1} | {:.2} | {} |\n",
+            "| {name} | {:.0} | {} | {:.1} | {computes} | {:.1} | {:.2} | {} |\n",
             s.outage_seconds,
             s.down_before_recovery,
             s.all_up_seconds,
             s.cpu_percent,
             s.pss_bytes as f64 / 1e9,
-            if s.all_up_seconds <= GOAL_STORM_SECONDS {
+            if slowest <= GOAL_STORM_SECONDS {
                 "met"
             } else {
                 "NOT met"
@@ -128,6 +133,7 @@ mod tests {
             outage_seconds: 60.0,
             down_before_recovery: 50,
             all_up_seconds: up,
+            computes_up_seconds: (up > 100.0).then_some(30.0),
             cpu_percent: 80.0,
             pss_bytes: 2_000_000_000,
         };
@@ -141,12 +147,14 @@ mod tests {
         assert!(md.contains("## Reconnect storms at 50 hosts"), "{md}");
         assert!(
             md.contains(
-                "| every link cut, then restored at once | 60 | 50 | 12.5 | 80.0 | 2.00 | met |"
+                "| every link cut, then restored at once | 60 | 50 | 12.5 | - | 80.0 | 2.00 | met |"
             ),
             "{md}"
         );
         assert!(
-            md.contains("| control plane restarted | 60 | 50 | 400.0 | 80.0 | 2.00 | NOT met |"),
+            md.contains(
+                "| control plane restarted | 60 | 50 | 400.0 | 30.0 | 80.0 | 2.00 | NOT met |"
+            ),
             "{md}"
         );
     }

@@ -14,6 +14,8 @@
 
 pub mod chassis;
 mod curve;
+mod fake_compute;
+mod health;
 mod markdown;
 mod plan;
 mod report;
@@ -26,14 +28,12 @@ use super::nsenter::ContainerRunner;
 use super::state::{HostState, LabState};
 use crate::host::command::{Cmd, Runner, SystemRunner};
 use crate::host::{FileSpec, Files};
-use crate::openstack::PlaneState;
-use crate::openstack::southbound::Southbound;
 use anyhow::{Context, Result, bail};
 use plan::SimHost;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Options of `dcn lab scale`.
 #[derive(Debug, Clone)]
@@ -52,6 +52,9 @@ pub struct ScaleOptions {
     /// After the last step, the reconnect storms, with the links cut for
     /// this long.
     pub storms: Option<Duration>,
+    /// The first this many simulated hosts also run a nova-compute with
+    /// nova's fake virt driver.
+    pub fake_computes: usize,
 }
 
 /// Parse `--hosts 10,100,300`.
@@ -69,7 +72,13 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
     let cp_init = cp.init_pid.context("the control plane is not running")?;
     let carriers = carriers(&state)?;
     let largest = *opts.steps.last().context("no fleet size given")?;
-    let layout = plan::layout(largest, opts.per_site, opts.per_carrier, &carriers)?;
+    let layout = plan::layout(
+        largest,
+        opts.per_site,
+        opts.per_carrier,
+        opts.fake_computes,
+        &carriers,
+    )?;
     let harness = Harness {
         files: &files,
         state: &state,
@@ -90,16 +99,17 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
     for &n in &opts.steps {
         let new = &layout[joined..n];
         tracing::info!("growing the fleet from {joined} to {n} simulated edge hosts");
+        let joined_at = SystemTime::now();
         let joins = harness.add(new)?;
         let started = Instant::now();
-        harness.wait_chassis_up(&layout[..n])?;
+        harness.wait_up(&layout[..n], joined_at)?;
         let up = started.elapsed().as_secs_f64();
-        tracing::info!("  all {n} chassis up {up:.0}s after the last join");
+        tracing::info!("  all {n} hosts up {up:.0}s after the last join");
         std::thread::sleep(opts.settle);
         let first_site = layout.first().map(|h| h.site.as_str());
-        report
-            .steps
-            .push(harness.measure(n, joins, up, first_site)?);
+        let mut step = harness.measure(n, joins, up, first_site)?;
+        step.computes = layout[..n].iter().filter(|h| h.compute).count();
+        report.steps.push(step);
         report.write(&files, &opts.report)?;
         joined = n;
     }
@@ -154,16 +164,16 @@ impl Harness<'_> {
         for site in sites {
             pins.insert(site.to_string(), self.export(site)?);
         }
-        let mut by_carrier: BTreeMap<(&str, &str), Vec<&SimHost>> = BTreeMap::new();
+        let mut by_carrier: BTreeMap<(&str, &str, bool), Vec<&SimHost>> = BTreeMap::new();
         for h in hosts {
             by_carrier
-                .entry((h.carrier.as_str(), h.site.as_str()))
+                .entry((h.carrier.as_str(), h.site.as_str(), h.compute))
                 .or_default()
                 .push(h);
         }
         let results: Vec<Result<Vec<chassis::ChassisJoin>>> = std::thread::scope(|scope| {
             let jobs: Vec<_> = (by_carrier.iter())
-                .map(|((carrier, site), hosts)| {
+                .map(|((carrier, site, _), hosts)| {
                     let pin = &pins[*site];
                     scope.spawn(move || self.join_on(carrier, site, pin, hosts))
                 })
@@ -230,31 +240,44 @@ impl Harness<'_> {
         for h in hosts {
             cmd = cmd.args(["--host", &format!("{}={}", h.name, h.address)]);
         }
+        if hosts.iter().any(|h| h.compute) {
+            cmd = cmd.arg("--fake-compute");
+        }
         let out = runner.run(&cmd)?;
         serde_json::from_str(&out.stdout)
             .with_context(|| format!("reading what `dcn lab chassis` on {carrier} printed"))
     }
 
     /// Wait until every host of `hosts` has a chassis that answers the
-    /// southbound's ping.
-    fn wait_chassis_up(&self, hosts: &[SimHost]) -> Result<()> {
+    /// southbound's ping, and each with a nova-compute has reported to
+    /// nova since `since`.
+    fn wait_up(&self, hosts: &[SimHost], since: SystemTime) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30 * 60);
         loop {
-            let down = down_chassis(&self.cp_runner, hosts, Duration::from_secs(30))?;
+            let chassis = health::down_chassis(&self.cp_runner, hosts, Duration::from_secs(30))?;
+            let computes = match hosts.iter().any(|h| h.compute) {
+                true => health::silent_computes(&self.cp_runner, hosts, since)?,
+                false => Vec::new(),
+            };
+            let down: BTreeSet<&String> = chassis.iter().chain(&computes).collect();
             if down.is_empty() {
                 return Ok(());
             }
             if Instant::now() > deadline {
+                let first: Vec<&str> = down.iter().take(5).map(|s| s.as_str()).collect();
                 bail!(
-                    "{} simulated chassis are not up after 30 minutes (first: {}); see /var/log/ovn/dcn-sim-<name>.log in their carriers",
-                    down.len(),
-                    down[..down.len().min(5)].join(", ")
+                    "simulated hosts are not up after 30 minutes: {} chassis, {} nova-computes (first: {}); see /var/log/ovn/dcn-sim-<name>.log and /var/log/nova/dcn-sim-nova-<name>.log in their carriers",
+                    chassis.len(),
+                    computes.len(),
+                    first.join(", ")
                 );
             }
             tracing::info!(
-                "  {} of {} chassis up",
+                "  {} of {} hosts up ({} chassis, {} nova-computes not yet)",
                 hosts.len() - down.len(),
-                hosts.len()
+                hosts.len(),
+                chassis.len(),
+                computes.len(),
             );
             std::thread::sleep(Duration::from_secs(5));
         }
@@ -313,16 +336,6 @@ impl Harness<'_> {
             },
         })
     }
-}
-
-/// The simulated hosts of `hosts` whose chassis do not answer the
-/// southbound's ping within `answer`.
-fn down_chassis(runner: &dyn Runner, hosts: &[SimHost], answer: Duration) -> Result<Vec<String>> {
-    let states = crate::openstack::southbound(runner).chassis_states(answer)?;
-    Ok((hosts.iter())
-        .filter(|h| states.get(&h.name) != Some(&PlaneState::Up))
-        .map(|h| h.name.clone())
-        .collect())
 }
 
 /// Where a site's bundle is written on the control plane and read on its

@@ -27,15 +27,18 @@ pub struct SimHost {
     pub carrier: String,
     /// Its address on the carrier's subnet: its tunnel endpoint.
     pub address: Ipv4Addr,
+    /// It also runs a nova-compute (nova's fake virt driver).
+    pub compute: bool,
 }
 
 /// The layout of `hosts` simulated hosts: `per_site` per site, up to
 /// `per_carrier` in each of `carriers` (lab containers on their own /24,
-/// the address of each given).
+/// the address of each given), the first `computes` with a nova-compute.
 pub fn layout(
     hosts: usize,
     per_site: usize,
     per_carrier: usize,
+    computes: usize,
     carriers: &[(String, Ipv4Addr)],
 ) -> Result<Vec<SimHost>> {
     if per_site == 0 || per_carrier == 0 || per_carrier > MAX_PER_CARRIER {
@@ -61,6 +64,7 @@ pub fn layout(
                 site: format!("s{site:03}"),
                 carrier: carrier.clone(),
                 address: Ipv4Addr::new(a, b, c, octet as u8),
+                compute: i < computes,
             })
         })
         .collect()
@@ -93,7 +97,7 @@ mod tests {
 
     #[test]
     fn hosts_fill_sites_and_carriers_in_order() {
-        let l = layout(25, 10, 12, &carriers(3)).unwrap();
+        let l = layout(25, 10, 12, 11, &carriers(3)).unwrap();
         assert_eq!(l.len(), 25);
         assert_eq!(
             (l[0].name.as_str(), l[0].site.as_str()),
@@ -109,6 +113,7 @@ mod tests {
         assert_eq!(l[0].address, Ipv4Addr::new(10, 240, 1, 20));
         assert_eq!(l[12].address, Ipv4Addr::new(10, 240, 2, 20));
         assert_eq!(l[24].address, Ipv4Addr::new(10, 240, 3, 20));
+        assert!(l[10].compute && !l[11].compute, "the first 11 compute");
         let mut addresses: Vec<_> = l.iter().map(|h| h.address).collect();
         addresses.dedup();
         assert_eq!(addresses.len(), 25, "every host its own tunnel endpoint");
@@ -116,10 +121,10 @@ mod tests {
 
     #[test]
     fn too_many_hosts_for_the_carriers_says_how_many_are_needed() {
-        let e = layout(61, 10, 30, &carriers(2)).unwrap_err().to_string();
+        let e = layout(61, 10, 30, 0, &carriers(2)).unwrap_err().to_string();
         assert!(e.contains("need 3 carrier containers"), "{e}");
         assert!(e.contains("--spare 3"), "{e}");
-        assert!(layout(10, 10, 31, &carriers(1)).is_err());
+        assert!(layout(10, 10, 31, 0, &carriers(1)).is_err());
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct Machine {
 #[serde(rename_all = "camelCase")]
 pub struct Step {
     pub hosts: usize,
+    /// How many of them run a nova-compute (nova's fake virt driver).
+    pub computes: usize,
     pub window_seconds: f64,
     /// The whole control plane, in percent of one core.
     pub cpu_percent: f64,
@@ -67,7 +69,8 @@ pub struct Step {
     pub units: BTreeMap<String, UnitUse>,
     /// The joins of this step's new hosts, all at once.
     pub joins: JoinFigures,
-    /// From the last join to every chassis answering the southbound.
+    /// From the last join to every chassis answering the southbound (and
+    /// every nova-compute reporting to nova).
     pub chassis_up_seconds: f64,
     /// The operator's views of the fleet, timed after the window.
     pub views: Views,
@@ -144,6 +147,7 @@ impl Step {
     ) -> Step {
         Step {
             hosts,
+            computes: 0,
             window_seconds: window.as_secs_f64(),
             cpu_percent: units.values().map(|u| u.cpu_percent).sum(),
             pss_bytes: units.values().map(|u| u.pss_bytes).sum(),
@@ -320,7 +324,7 @@ pub(super) mod tests {
         // c grew faster too, but by less than a window's noise.
         assert_eq!(f.faster_than_linear, vec!["b.service".to_string()]);
         let md = r.markdown();
-        assert!(md.contains("| 200 | 17.90 |"), "{md}");
+        assert!(md.contains("| 200 | 0 | 17.90 |"), "{md}");
         assert!(md.contains("Growing faster than linear"), "{md}");
     }
 

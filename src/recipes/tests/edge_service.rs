@@ -143,7 +143,7 @@ fn an_edge_service_added_by_recipe_alone_reaches_iso_preflight_bundle_and_files(
         node_secret: crate::secrets::Secret::new("n"),
         credentials: given.clone(),
     };
-    let values = crate::edge::join::edge::values(
+    let values = crate::edge::join::edge::compute_values(
         &recipes,
         &manifest,
         &creds,

@@ -11,8 +11,9 @@ pub use compute::deploy;
 pub(crate) use compute::write_hosts;
 // For the recipes' render tests, which render an edge's values.
 pub(crate) use compute::NodeCerts;
-#[cfg(test)]
-pub(crate) use compute::values;
+// The render tests and the scale harness's simulated computes render an
+// edge's values.
+pub(crate) use compute::values as compute_values;
 #[cfg(test)]
 pub(in crate::edge::join) use credentials::CREDENTIALS;
 pub(crate) use credentials::{Credentials, NODE_CERT, NODE_KEY, csr};
