@@ -14,7 +14,7 @@ use crate::host::Host;
 use crate::recipes::site_credentials::NodeAccount;
 use crate::secrets::Secret;
 use anyhow::Result;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Where node accounts live. The control plane's services in production
 /// ([`ControlPlaneAccounts`]); the join service's tests, which have none
@@ -37,8 +37,26 @@ const RABBIT_BATCH: usize = 100;
 /// ([`GroupCommit`]), and keystone is called with one kept admin login.
 pub struct ControlPlaneAccounts {
     host: Host,
-    admin: KeptLogin<Cloud>,
+    admin: KeptLogin<Admin>,
     rabbit: GroupCommit<RabbitUser>,
+}
+
+/// The kept admin login, with what node users need of keystone looked up
+/// once for as long as it is kept.
+struct Admin {
+    cloud: Arc<Cloud>,
+    node_scope: OnceLock<identity::NodeUserScope>,
+}
+
+impl Admin {
+    fn node_scope(&self) -> Result<&identity::NodeUserScope> {
+        if let Some(scope) = self.node_scope.get() {
+            return Ok(scope);
+        }
+        let scope = identity::NodeUserScope::look_up(&self.cloud)?;
+        // Joins at once may each look it up; the first kept wins.
+        Ok(self.node_scope.get_or_init(|| scope))
+    }
 }
 
 impl ControlPlaneAccounts {
@@ -52,11 +70,14 @@ impl ControlPlaneAccounts {
 
     /// `call` with the kept admin login; when it fails, the login is
     /// made again for the next call (its token may have expired).
-    fn with_admin<T>(&self, call: impl FnOnce(&Arc<Cloud>) -> Result<T>) -> Result<T> {
-        let cloud = self
-            .admin
-            .get(|| Ok(Arc::new(super::client::admin(&self.host)?)))?;
-        let outcome = call(&cloud);
+    fn with_admin<T>(&self, call: impl FnOnce(&Admin) -> Result<T>) -> Result<T> {
+        let admin = self.admin.get(|| {
+            Ok(Arc::new(Admin {
+                cloud: Arc::new(super::client::admin(&self.host)?),
+                node_scope: OnceLock::new(),
+            }))
+        })?;
+        let outcome = call(&admin);
         if outcome.is_err() {
             self.admin.forget();
         }
@@ -66,8 +87,8 @@ impl ControlPlaneAccounts {
 
 impl ComputeHosts for ControlPlaneAccounts {
     fn is_compute_host(&self, hostname: &str) -> Result<bool> {
-        self.with_admin(|cloud| {
-            Nova::with_login(cloud.clone(), &self.host).is_compute_host(hostname)
+        self.with_admin(|admin| {
+            Nova::with_login(admin.cloud.clone(), &self.host).is_compute_host(hostname)
         })
     }
 }
@@ -86,9 +107,10 @@ impl NodeAccounts for ControlPlaneAccounts {
                 };
                 (self.rabbit).submit(user, |users| messaging::ensure_users(&self.host, users))
             }
-            NodeAccount::Keystone { username } => {
-                self.with_admin(|cloud| identity::ensure_node_user(cloud, username, password))
-            }
+            NodeAccount::Keystone { username } => self.with_admin(|admin| {
+                let scope = admin.node_scope()?;
+                identity::ensure_node_user(&admin.cloud, scope, username, password)
+            }),
             NodeAccount::Database {
                 username,
                 databases,
@@ -100,7 +122,7 @@ impl NodeAccounts for ControlPlaneAccounts {
         match account {
             NodeAccount::Rabbitmq { username, .. } => messaging::remove_user(&self.host, username),
             NodeAccount::Keystone { username } => {
-                self.with_admin(|cloud| identity::remove_user(cloud, username))
+                self.with_admin(|admin| identity::remove_user(&admin.cloud, username))
             }
             NodeAccount::Database { username, .. } => database::remove_user(&self.host, username),
         }

@@ -182,13 +182,65 @@ pub fn ensure_endpoints(
 /// placement, bind ports, read the networks of its guests) the `service`
 /// role may do through the policy drop-ins of the placement and neutron
 /// recipes (docs/security.md). A user an older dcn made keeps no `admin`.
-pub fn ensure_node_user(cloud: &Cloud, user: &str, password: &Secret) -> Result<()> {
-    let project = ensure_project(cloud, "service", "OpenStack services")?;
-    let user = ensure_user(cloud, user, password, &project)?;
-    let service = ensure_role(cloud, "service")?;
-    grant(cloud, &project, &user, &service)?;
-    let admin = ensure_role(cloud, "admin")?;
-    revoke(cloud, &project, &user, &admin)
+pub fn ensure_node_user(
+    cloud: &Cloud,
+    scope: &NodeUserScope,
+    user: &str,
+    password: &Secret,
+) -> Result<()> {
+    let existing = find(
+        cloud,
+        &format!("/users?name={user}&domain_id=default"),
+        "users",
+    )?;
+    match existing {
+        Some(u) => {
+            let id = id_of(&u)?;
+            // A join always brings a fresh password: set it without first
+            // asking keystone whether the old one works (a hash check too).
+            cloud
+                .request(
+                    Method::PATCH,
+                    "identity",
+                    &format!("/users/{id}"),
+                    Some(&json!({"user": {"password": password.expose()}})),
+                )
+                .with_context(|| format!("resetting the password of user {user}"))?;
+            grant(cloud, &scope.project, &id, &scope.service)?;
+            revoke(cloud, &scope.project, &id, &scope.admin)
+        }
+        None => {
+            let v = cloud
+                .post(
+                    "identity",
+                    "/users",
+                    &json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
+                                     "default_project_id": scope.project, "enabled": true}}),
+                )
+                .with_context(|| format!("creating user {user}"))?;
+            // A new user has no roles yet: nothing to take away.
+            grant(cloud, &scope.project, &id_of(&v["user"])?, &scope.service)
+        }
+    }
+}
+
+/// The ids a node user's roles need: the `service` project, and the
+/// `service` and `admin` roles. They do not change while a login lasts,
+/// so the join service looks them up once per login, not per join.
+pub struct NodeUserScope {
+    project: String,
+    service: String,
+    admin: String,
+}
+
+impl NodeUserScope {
+    pub fn look_up(cloud: &Cloud) -> Result<NodeUserScope> {
+        Ok(NodeUserScope {
+            project: ensure_project(cloud, "service", "OpenStack services")?,
+            service: ensure_role(cloud, "service")?,
+            admin: ensure_role(cloud, "admin")?,
+        })
+    }
 }
 
 /// Delete a keystone user, if it exists; keystone then refuses its tokens.
