@@ -122,6 +122,10 @@ pub fn join(
     let started = std::time::Instant::now();
     let admitted = admit(host, &registry, challenges, req, &token, &hostname, address)?;
     let issued = &admitted.issued;
+    if let Some(reply) = kept_reply(&registry, joining, &hostname, &admitted) {
+        tracing::info!("join of {hostname}: asked again, answered with the reply it missed");
+        return Ok(reply);
+    }
     let admitted_at = started.elapsed();
     let granted = not_reserved(host, accounts, &admitted.site, hostname.as_str()).and_then(|()| {
         let passwords = PasswordStore::load(&host.files).map_err(internal)?;
@@ -149,12 +153,31 @@ pub fn join(
             return Err(refusal);
         }
     };
-    Ok(JoinReply {
+    let reply = JoinReply {
         node_certificate: issued.cert_pem.clone(),
         site: admitted.site,
         node_secret,
         credentials,
-    })
+    };
+    joining.keep(hostname.as_str(), &issued.key_pin, &reply);
+    Ok(reply)
+}
+
+/// The reply of this host's last join with this key, when this join is a
+/// retry of it: kept a few minutes, and still the node's (its secret is
+/// the one the registry holds: no join, removal or rotation came since).
+fn kept_reply(
+    registry: &Registry,
+    joining: &Joining,
+    hostname: &crate::types::NodeName,
+    admitted: &Admitted,
+) -> Option<JoinReply> {
+    if !admitted.rejoin {
+        return None;
+    }
+    let reply = joining.kept(hostname.as_str(), &admitted.issued.key_pin)?;
+    let node = registry.node(hostname.as_str()).ok()??;
+    (node.secret_hash == stored_hash(&reply.node_secret)).then_some(reply)
 }
 
 /// What a join's admission decided.
