@@ -66,19 +66,22 @@ pub fn start(
         IpAddr::V4(address),
         &facts,
     )?;
+    // Written through the carrier's root: owners are the carrier's users.
+    let carrier = Files::new("/", false);
+    let under = |p: &str| node_root.join(p.trim_start_matches('/'));
     let service = recipes.service("nova-compute")?;
     for file in crate::recipes::render_files(service, &values)? {
         if file.path.starts_with(NOVA_DIR) {
-            node.write(&file.path, file.contents.as_bytes(), &file.spec)?;
+            carrier.write(under(&file.path), file.contents.as_bytes(), &file.spec)?;
         }
     }
     let drop_ins = format!("{NOVA_DIR}/nova-compute.conf.d");
-    node.write(
-        format!("{drop_ins}/95-dcn-lab-fake.conf"),
+    carrier.write(
+        under(&format!("{drop_ins}/95-dcn-lab-fake.conf")),
         fake_driver_drop_in(node_root).as_bytes(),
         &FileSpec::public(),
     )?;
-    node.ensure_dir("/var/lib/nova/tmp", &FileSpec::private_dir())?;
+    carrier.ensure_dir(under("/var/lib/nova/tmp"), &FileSpec::private_dir())?;
     let unit = unit(name);
     let active = runner.run(
         &Cmd::new(format!("asking whether {unit} runs"), "systemctl")
