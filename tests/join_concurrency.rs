@@ -50,18 +50,18 @@ impl ComputeHosts for Rendezvous {
 }
 
 impl NodeAccounts for Rendezvous {
-    fn ensure(&self, hostname: &str, _: &NodeAccount, _: &Secret) -> anyhow::Result<()> {
+    fn make(&self, hostname: &str, _: &NodeAccount) -> anyhow::Result<Secret> {
         if hostname.starts_with("fail-") {
             anyhow::bail!("keystone is down");
         }
         let mut inside = self.inside.lock().unwrap();
         if !inside.insert(hostname.to_string()) {
-            return Ok(());
+            return Ok(dcn::secrets::generate_password());
         }
         if inside.len() >= self.together {
             *self.met.lock().unwrap() = true;
             self.changed.notify_all();
-            return Ok(());
+            return Ok(dcn::secrets::generate_password());
         }
         let (_inside, timeout) = self
             .changed
@@ -70,7 +70,7 @@ impl NodeAccounts for Rendezvous {
         if timeout.timed_out() {
             anyhow::bail!("the other joins never came in while this one made accounts");
         }
-        Ok(())
+        Ok(dcn::secrets::generate_password())
     }
 
     fn delete(&self, _: &str, _: &NodeAccount) -> anyhow::Result<()> {

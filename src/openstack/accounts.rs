@@ -9,23 +9,33 @@ use super::batch::GroupCommit;
 use super::client::KeptLogin;
 use super::compute::{ComputeHosts, Nova};
 use super::messaging::RabbitUser;
+use super::node_user_pool::NodeUserPool;
 use super::{database, identity, messaging};
 use crate::host::Host;
 use crate::recipes::site_credentials::NodeAccount;
-use crate::secrets::Secret;
+use crate::secrets::{Secret, generate_password};
 use anyhow::Result;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Where node accounts live. The control plane's services in production
 /// ([`ControlPlaneAccounts`]); the join service's tests, which have none
 /// of them, record the calls instead.
 pub trait NodeAccounts: ComputeHosts + Send + Sync {
-    /// Create the account with `password`, or give the existing one that
-    /// password (the old one stops working at once).
-    fn ensure(&self, hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()>;
+    /// Create the account, or give the existing one a new password (the
+    /// old one stops working at once); its password.
+    fn make(&self, hostname: &str, account: &NodeAccount) -> Result<Secret>;
     /// Delete the account and close what it has open. Deleting an account
     /// that is already gone succeeds.
     fn delete(&self, hostname: &str, account: &NodeAccount) -> Result<()>;
+    /// Make one account ahead of the joins to come, if fewer than
+    /// `expected` are ready; whether one was made. Nothing by default.
+    fn prepare(&self, _expected: usize) -> Result<bool> {
+        Ok(false)
+    }
+    /// Clear what a crash left half-prepared. Nothing by default.
+    fn tidy(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// RabbitMQ users made in one `rabbitmqctl` call at most: a bound on
@@ -39,6 +49,8 @@ pub struct ControlPlaneAccounts {
     host: Host,
     admin: KeptLogin<Admin>,
     rabbit: GroupCommit<RabbitUser>,
+    /// Shared by every use of the ready keystone users' file.
+    ready_lock: Mutex<()>,
 }
 
 /// The kept admin login, with what node users need of keystone looked up
@@ -65,6 +77,7 @@ impl ControlPlaneAccounts {
             host: host.clone(),
             admin: KeptLogin::default(),
             rabbit: GroupCommit::new(RABBIT_BATCH),
+            ready_lock: Mutex::new(()),
         }
     }
 
@@ -85,6 +98,35 @@ impl ControlPlaneAccounts {
     }
 }
 
+impl ControlPlaneAccounts {
+    fn ready_users(&self) -> NodeUserPool<'_> {
+        NodeUserPool::new(&self.host.files, &self.ready_lock)
+    }
+
+    /// A node's keystone user: a new node takes a ready user and renames
+    /// it (nothing to hash); a known one, or one that finds none ready,
+    /// gets a fresh password.
+    fn keystone_user(&self, username: &str) -> Result<Secret> {
+        self.with_admin(|admin| {
+            let scope = admin.node_scope()?;
+            if !identity::user_exists(&admin.cloud, username)?
+                && let Some(ready) = self.ready_users().take()?
+            {
+                match identity::rename_user(&admin.cloud, &ready.id, username) {
+                    Ok(()) => return Ok(ready.password),
+                    // Left to `tidy`: it is out of the pool's file.
+                    Err(e) => tracing::warn!(
+                        "a ready node user could not become {username}, which is made anew: {e:#}"
+                    ),
+                }
+            }
+            let password = generate_password();
+            identity::ensure_node_user(&admin.cloud, scope, username, &password)?;
+            Ok(password)
+        })
+    }
+}
+
 impl ComputeHosts for ControlPlaneAccounts {
     fn is_compute_host(&self, hostname: &str) -> Result<bool> {
         self.with_admin(|admin| {
@@ -94,7 +136,7 @@ impl ComputeHosts for ControlPlaneAccounts {
 }
 
 impl NodeAccounts for ControlPlaneAccounts {
-    fn ensure(&self, _hostname: &str, account: &NodeAccount, password: &Secret) -> Result<()> {
+    fn make(&self, _hostname: &str, account: &NodeAccount) -> Result<Secret> {
         match account {
             NodeAccount::Rabbitmq {
                 username,
@@ -102,19 +144,22 @@ impl NodeAccounts for ControlPlaneAccounts {
             } => {
                 let user = RabbitUser {
                     name: username.clone(),
-                    password: password.clone(),
+                    password: generate_password(),
                     permissions: permissions.clone(),
                 };
-                (self.rabbit).submit(user, |users| messaging::ensure_users(&self.host, users))
+                let password = user.password.clone();
+                (self.rabbit).submit(user, |users| messaging::ensure_users(&self.host, users))?;
+                Ok(password)
             }
-            NodeAccount::Keystone { username } => self.with_admin(|admin| {
-                let scope = admin.node_scope()?;
-                identity::ensure_node_user(&admin.cloud, scope, username, password)
-            }),
+            NodeAccount::Keystone { username } => self.keystone_user(username),
             NodeAccount::Database {
                 username,
                 databases,
-            } => database::ensure_user(&self.host, username, password, databases),
+            } => {
+                let password = generate_password();
+                database::ensure_user(&self.host, username, &password, databases)?;
+                Ok(password)
+            }
         }
     }
 
@@ -126,5 +171,20 @@ impl NodeAccounts for ControlPlaneAccounts {
             }
             NodeAccount::Database { username, .. } => database::remove_user(&self.host, username),
         }
+    }
+
+    fn prepare(&self, expected: usize) -> Result<bool> {
+        // Keystone is asked nothing while enough are ready.
+        if self.ready_users().ready()? >= expected.min(super::node_user_pool::MAX_READY) {
+            return Ok(false);
+        }
+        self.with_admin(|admin| {
+            let scope = admin.node_scope()?;
+            self.ready_users().add_one(&admin.cloud, scope, expected)
+        })
+    }
+
+    fn tidy(&self) -> Result<()> {
+        self.with_admin(|admin| self.ready_users().tidy(&admin.cloud))
     }
 }

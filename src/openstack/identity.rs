@@ -209,19 +209,63 @@ pub fn ensure_node_user(
             grant(cloud, &scope.project, &id, &scope.service)?;
             revoke(cloud, &scope.project, &id, &scope.admin)
         }
-        None => {
-            let v = cloud
-                .post(
-                    "identity",
-                    "/users",
-                    &json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
-                                     "default_project_id": scope.project, "enabled": true}}),
-                )
-                .with_context(|| format!("creating user {user}"))?;
-            // A new user has no roles yet: nothing to take away.
-            grant(cloud, &scope.project, &id_of(&v["user"])?, &scope.service)
-        }
+        None => create_node_user(cloud, scope, user, password).map(|_| ()),
     }
+}
+
+/// A new node user with `password` and the `service` role (a new user has
+/// no other role to take away); its id.
+pub fn create_node_user(
+    cloud: &Cloud,
+    scope: &NodeUserScope,
+    user: &str,
+    password: &Secret,
+) -> Result<String> {
+    let v = cloud
+        .post(
+            "identity",
+            "/users",
+            &json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
+                             "default_project_id": scope.project, "enabled": true}}),
+        )
+        .with_context(|| format!("creating user {user}"))?;
+    let id = id_of(&v["user"])?;
+    grant(cloud, &scope.project, &id, &scope.service)?;
+    Ok(id)
+}
+
+/// Whether a user is named `name` in the Default domain.
+pub fn user_exists(cloud: &Cloud, name: &str) -> Result<bool> {
+    Ok(find(
+        cloud,
+        &format!("/users?name={name}&domain_id=default"),
+        "users",
+    )?
+    .is_some())
+}
+
+/// Give user `id` the name `name` (no password is hashed).
+pub fn rename_user(cloud: &Cloud, id: &str, name: &str) -> Result<()> {
+    cloud
+        .request(
+            Method::PATCH,
+            "identity",
+            &format!("/users/{id}"),
+            Some(&json!({"user": {"name": name}})),
+        )
+        .with_context(|| format!("renaming user {id} to {name}"))?;
+    Ok(())
+}
+
+/// The users of the Default domain whose names start with `prefix`: (id,
+/// name) each.
+pub fn users_named_from(cloud: &Cloud, prefix: &str) -> Result<Vec<(String, String)>> {
+    let v = cloud.get("identity", "/users?domain_id=default")?;
+    Ok((v["users"].as_array().into_iter().flatten())
+        .filter_map(|u| Some((u["id"].as_str()?, u["name"].as_str()?)))
+        .filter(|(_, name)| name.starts_with(prefix))
+        .map(|(id, name)| (id.to_string(), name.to_string()))
+        .collect())
 }
 
 /// The ids a node user's roles need: the `service` project, and the

@@ -75,15 +75,11 @@ impl Accounts {
 }
 
 impl NodeAccounts for Accounts {
-    fn ensure(
-        &self,
-        hostname: &str,
-        account: &NodeAccount,
-        password: &Secret,
-    ) -> anyhow::Result<()> {
+    fn make(&self, hostname: &str, account: &NodeAccount) -> anyhow::Result<Secret> {
+        let password = dcn::secrets::generate_password();
         let entry = (hostname.to_string(), account.clone(), password.clone());
         self.ensured.lock().unwrap().push(entry);
-        Ok(())
+        Ok(password)
     }
 
     fn delete(&self, _hostname: &str, _account: &NodeAccount) -> anyhow::Result<()> {

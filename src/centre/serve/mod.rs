@@ -17,6 +17,7 @@ mod listener;
 mod placer;
 mod progress;
 mod ratelimit;
+mod ready_users;
 mod router;
 pub mod routes;
 
@@ -122,6 +123,10 @@ pub fn serve_with(
         challenges: Challenges::new(),
         joining: Joining::new(),
         limiter: ratelimit::RateLimiter::default(),
+    });
+    let ahead = state.clone();
+    std::thread::spawn(move || {
+        ready_users::run(&ahead.host, ahead.accounts.as_ref(), &ahead.joining)
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

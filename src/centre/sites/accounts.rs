@@ -10,7 +10,6 @@ use crate::openstack::accounts::NodeAccounts;
 use crate::passwords::PasswordStore;
 use crate::recipes::Recipes;
 use crate::recipes::site_credentials::NodeAccount;
-use crate::secrets::generate_password;
 use crate::wire::SiteCredential;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -65,8 +64,7 @@ fn make(
     account: &NodeAccount,
 ) -> Result<(String, SiteCredential)> {
     let started = Instant::now();
-    let password = generate_password();
-    (accounts.ensure(hostname, account, &password))
+    let password = (accounts.make(hostname, account))
         .with_context(|| format!("making {account} (site credential {name})"))?;
     tracing::info!(
         "join of {hostname}: {account} made in {:.2}s",
@@ -109,7 +107,7 @@ mod tests {
     }
 
     impl NodeAccounts for AllAtOnce {
-        fn ensure(&self, _: &str, _: &NodeAccount, _: &crate::secrets::Secret) -> Result<()> {
+        fn make(&self, _: &str, _: &NodeAccount) -> Result<crate::secrets::Secret> {
             let mut inside = self.inside.lock().unwrap();
             *inside += 1;
             self.changed.notify_all();
@@ -120,7 +118,7 @@ mod tests {
                 !waited.timed_out(),
                 "the accounts were made one after another"
             );
-            Ok(())
+            Ok(crate::secrets::generate_password())
         }
 
         fn delete(&self, _: &str, _: &NodeAccount) -> Result<()> {

@@ -222,14 +222,13 @@ impl crate::openstack::compute::ComputeHosts for RecordingAccounts {
 }
 
 impl crate::openstack::accounts::NodeAccounts for RecordingAccounts {
-    fn ensure(
+    fn make(
         &self,
         _: &str,
         account: &crate::recipes::site_credentials::NodeAccount,
-        _: &crate::secrets::Secret,
-    ) -> Result<()> {
+    ) -> Result<crate::secrets::Secret> {
         self.0.lock().unwrap().push(account.clone());
-        Ok(())
+        Ok(crate::secrets::generate_password())
     }
 
     fn delete(
