@@ -28,6 +28,7 @@ use super::nsenter::ContainerRunner;
 use super::state::{HostState, LabState};
 use crate::host::command::{Cmd, Runner, SystemRunner};
 use crate::host::{FileSpec, Files};
+use crate::openstack::node_user_pool::{self, NodeUserPool};
 use anyhow::{Context, Result, bail};
 use plan::SimHost;
 use std::collections::{BTreeMap, BTreeSet};
@@ -99,8 +100,11 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
     for &n in &opts.steps {
         let new = &layout[joined..n];
         tracing::info!("growing the fleet from {joined} to {n} simulated edge hosts");
+        let pins = harness.export_sites(new)?;
+        let ahead = harness.wait_accounts_ahead(new.len())?;
+        tracing::info!("  their keystone users made ahead in {ahead:.0}s");
         let joined_at = SystemTime::now();
-        let joins = harness.add(new)?;
+        let joins = harness.add(new, &pins)?;
         let started = Instant::now();
         harness.wait_up(&layout[..n], joined_at)?;
         let up = started.elapsed().as_secs_f64();
@@ -109,6 +113,7 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         let first_site = layout.first().map(|h| h.site.as_str());
         let mut step = harness.measure(n, joins, up, first_site)?;
         step.computes = layout[..n].iter().filter(|h| h.compute).count();
+        step.accounts_ahead_seconds = ahead;
         report.steps.push(step);
         report.write(&files, &opts.report)?;
         joined = n;
@@ -156,14 +161,52 @@ struct Harness<'a> {
 }
 
 impl Harness<'_> {
-    /// Join `hosts` (their sites' bundles exported first) and start their
-    /// chassis, every carrier at once. Returns each join's time.
-    fn add(&self, hosts: &[SimHost]) -> Result<Vec<chassis::ChassisJoin>> {
+    /// Export the bundles of `hosts`' sites; their CA pins by site.
+    fn export_sites(&self, hosts: &[SimHost]) -> Result<BTreeMap<String, String>> {
         let sites: BTreeSet<&str> = hosts.iter().map(|h| h.site.as_str()).collect();
         let mut pins = BTreeMap::new();
         for site in sites {
             pins.insert(site.to_string(), self.export(site)?);
         }
+        Ok(pins)
+    }
+
+    /// Wait until the join service has the keystone users of `hosts` new
+    /// hosts ready, as it makes them once their tokens exist (a real
+    /// site's hosts boot minutes after its bundle is exported). Returns
+    /// how long that took; gives up waiting once none came for a minute.
+    fn wait_accounts_ahead(&self, hosts: usize) -> Result<f64> {
+        let cp = self.state.host("cp")?;
+        let files = Files::new(&cp.rootfs, false);
+        let lock = std::sync::Mutex::new(());
+        let pool = NodeUserPool::new(&files, &lock);
+        let wanted = hosts.min(node_user_pool::MAX_READY);
+        let started = Instant::now();
+        let (mut last, mut last_change) = (0, Instant::now());
+        loop {
+            let ready = pool.ready()?;
+            if ready >= wanted {
+                return Ok(started.elapsed().as_secs_f64());
+            }
+            if ready != last {
+                (last, last_change) = (ready, Instant::now());
+            } else if last_change.elapsed() > Duration::from_secs(60) {
+                tracing::warn!(
+                    "  only {ready} of {wanted} node accounts made ahead; joining anyway"
+                );
+                return Ok(started.elapsed().as_secs_f64());
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+
+    /// Join `hosts` with their sites' bundles and start their chassis,
+    /// every carrier at once. Returns each join's time.
+    fn add(
+        &self,
+        hosts: &[SimHost],
+        pins: &BTreeMap<String, String>,
+    ) -> Result<Vec<chassis::ChassisJoin>> {
         let mut by_carrier: BTreeMap<(&str, &str, bool), Vec<&SimHost>> = BTreeMap::new();
         for h in hosts {
             by_carrier

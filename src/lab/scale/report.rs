@@ -67,6 +67,9 @@ pub struct Step {
     pub pss_bytes: u64,
     pub tcp_connections: u64,
     pub units: BTreeMap<String, UnitUse>,
+    /// How long the join service took to make the keystone users of this
+    /// step's new hosts ahead of their joins, once their bundles existed.
+    pub accounts_ahead_seconds: f64,
     /// The joins of this step's new hosts, all at once.
     pub joins: JoinFigures,
     /// From the last join to every chassis answering the southbound (and
@@ -153,6 +156,7 @@ impl Step {
             pss_bytes: units.values().map(|u| u.pss_bytes).sum(),
             tcp_connections: units.values().map(|u| u.tcp_connections).sum(),
             units,
+            accounts_ahead_seconds: 0.0,
             joins: JoinFigures::of(&joins),
             chassis_up_seconds,
             views: Views::default(),
