@@ -1,9 +1,12 @@
 //! The scale harness against a real lab at small N (docs/scale.md): two
 //! carriers, 20 then 50 simulated edge hosts joined through the real join
-//! path, each a real OVN chassis. Checked: every host is a node of its
-//! site at the control plane and a chassis of its own in the southbound,
-//! every chassis comes back by itself after all links were cut and after
-//! the control plane restarted, a second run joins no one again, and the
+//! path, each a real OVN chassis, the first four also a real nova-compute
+//! (nova's fake virt driver). Checked: every host is a node of its site at
+//! the control plane and a chassis of its own in the southbound, the
+//! computes are placed in their site's zone, every join took a keystone
+//! user the join service made ahead, every chassis and compute comes back
+//! by itself after all links were cut and after the control plane
+//! restarted, a second run joins no one again, and the
 //! cost per host stays within a stated margin of a ratio measured in the
 //! same run (the idle control plane's CPU), so a slower machine does not
 //! fail it and a regression does.
@@ -57,7 +60,7 @@ fn lab_scale_small() {
         &dir.path().join("scale"),
         "20,50",
         "2m",
-        &["--storms", "60s"],
+        &["--storms", "60s", "--fake-computes", "4"],
     );
 
     let steps = report["steps"].as_array().unwrap();
@@ -71,6 +74,23 @@ fn lab_scale_small() {
         vec![0, 20, 30],
         "every new host joined once: {report}"
     );
+    // The join service had every new host's keystone user made ahead of
+    // its join (the harness waits for that, as real hosts boot minutes
+    // after their bundle), and the joins took them: each was renamed
+    // rather than made (a bcrypt hash) while its join waited.
+    let ahead: Vec<u64> = (steps.iter())
+        .map(|s| s["accountsAhead"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ahead, vec![0, 20, 30], "{report}");
+    let journal = lab.ok_on("cp", &["journalctl", "-u", "dcn-join", "--no-pager"]);
+    let renamed = (journal.lines())
+        .filter(|l| l.contains("a keystone user made ahead, renamed"))
+        .count();
+    assert_eq!(renamed, 50, "every join took a user made ahead");
+    let computes: Vec<u64> = (steps.iter())
+        .map(|s| s["computes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(computes, vec![0, 4, 4], "{report}");
     // The operator's views were timed at every step with hosts.
     for s in &steps[1..] {
         for view in ["nodeListSeconds", "siteStatusSeconds"] {
@@ -89,6 +109,9 @@ fn lab_scale_small() {
     for storm in ["links", "restart"] {
         let up = storms[storm]["allUpSeconds"].as_f64().unwrap();
         assert!(up > 0.0, "{storm}: {report}");
+        // Every nova-compute reported to nova again after it.
+        let computes = storms[storm]["computesUpSeconds"].as_f64().unwrap();
+        assert!(computes > 0.0, "{storm}: {report}");
     }
     let md = std::fs::read_to_string(dir.path().join("scale/report.md")).unwrap();
     assert!(md.contains("## Reconnect storms at 50 hosts"), "{md}");
@@ -108,6 +131,17 @@ fn lab_scale_small() {
             .any(|n| n["hostname"] == "s005n10" && n["site"] == "s005"),
         "{nodes}"
     );
+    // The four with a nova-compute (fake virt driver, the edge recipe's
+    // config, the host's own accounts) are placed in their site's zone
+    // and up, with a heartbeat nova recorded.
+    for name in ["s001n01", "s001n04"] {
+        let n = sims.iter().find(|n| n["hostname"] == name).unwrap();
+        assert_eq!(n["state"], "placed", "{n}");
+        assert_eq!(n["compute"], "up", "{n}");
+        assert!(n["computeLastReport"].is_string(), "{n}");
+    }
+    let n = sims.iter().find(|n| n["hostname"] == "s001n05").unwrap();
+    assert_eq!(n["compute"], "missing", "{n}");
     let chassis = lab.exec(&[
         "ovn-sbctl",
         "--bare",

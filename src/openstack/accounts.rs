@@ -113,7 +113,10 @@ impl ControlPlaneAccounts {
                 && let Some(ready) = self.ready_users().take()?
             {
                 match identity::rename_user(&admin.cloud, &ready.id, username) {
-                    Ok(()) => return Ok(ready.password),
+                    Ok(()) => {
+                        tracing::info!("{username}: a keystone user made ahead, renamed");
+                        return Ok(ready.password);
+                    }
                     // Left to `tidy`: it is out of the pool's file.
                     Err(e) => tracing::warn!(
                         "a ready node user could not become {username}, which is made anew: {e:#}"

@@ -101,8 +101,8 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         let new = &layout[joined..n];
         tracing::info!("growing the fleet from {joined} to {n} simulated edge hosts");
         let pins = harness.export_sites(new)?;
-        let ahead = harness.wait_accounts_ahead(new.len())?;
-        tracing::info!("  their keystone users made ahead in {ahead:.0}s");
+        let (ready, ahead) = harness.wait_accounts_ahead(new.len())?;
+        tracing::info!("  {ready} keystone users made ahead in {ahead:.0}s");
         let joined_at = SystemTime::now();
         let joins = harness.add(new, &pins)?;
         let started = Instant::now();
@@ -113,6 +113,7 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         let first_site = layout.first().map(|h| h.site.as_str());
         let mut step = harness.measure(n, joins, up, first_site)?;
         step.computes = layout[..n].iter().filter(|h| h.compute).count();
+        step.accounts_ahead = ready;
         step.accounts_ahead_seconds = ahead;
         report.steps.push(step);
         report.write(&files, &opts.report)?;
@@ -174,8 +175,9 @@ impl Harness<'_> {
     /// Wait until the join service has the keystone users of `hosts` new
     /// hosts ready, as it makes them once their tokens exist (a real
     /// site's hosts boot minutes after its bundle is exported). Returns
-    /// how long that took; gives up waiting once none came for a minute.
-    fn wait_accounts_ahead(&self, hosts: usize) -> Result<f64> {
+    /// how many were ready and how long that took; gives up waiting once
+    /// none came for a minute.
+    fn wait_accounts_ahead(&self, hosts: usize) -> Result<(usize, f64)> {
         let cp = self.state.host("cp")?;
         let files = Files::new(&cp.rootfs, false);
         let lock = std::sync::Mutex::new(());
@@ -186,7 +188,7 @@ impl Harness<'_> {
         loop {
             let ready = pool.ready()?;
             if ready >= wanted {
-                return Ok(started.elapsed().as_secs_f64());
+                return Ok((ready, started.elapsed().as_secs_f64()));
             }
             if ready != last {
                 (last, last_change) = (ready, Instant::now());
@@ -194,7 +196,7 @@ impl Harness<'_> {
                 tracing::warn!(
                     "  only {ready} of {wanted} node accounts made ahead; joining anyway"
                 );
-                return Ok(started.elapsed().as_secs_f64());
+                return Ok((ready, started.elapsed().as_secs_f64()));
             }
             std::thread::sleep(Duration::from_secs(2));
         }
