@@ -51,6 +51,49 @@ pub struct ControlPlaneAccounts {
     rabbit: GroupCommit<RabbitUser>,
     /// Shared by every use of the ready keystone users' file.
     ready_lock: Mutex<()>,
+    /// Joins at once call keystone a few at a time.
+    keystone_slots: Slots,
+}
+
+/// At most this many of the join service's calls to keystone at once.
+/// Keystone serves a few requests at a time on a small control plane and
+/// holds the rest in a short listen queue: 200 joins at once overflowed
+/// it, and the joins whose connections it refused failed. Waiting here
+/// costs them nothing more than waiting there.
+const KEYSTONE_AT_ONCE: usize = 8;
+
+/// A counting semaphore for blocking threads.
+struct Slots {
+    free: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// A taken slot, given back when dropped.
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots {
+            free: Mutex::new(n),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Wait for a free slot and take it.
+    fn take(&self) -> Slot<'_> {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut free =
+            (self.freed.wait_while(free, |n| *n == 0)).unwrap_or_else(|e| e.into_inner());
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// The kept admin login, with what node users need of keystone looked up
@@ -78,12 +121,14 @@ impl ControlPlaneAccounts {
             admin: KeptLogin::default(),
             rabbit: GroupCommit::new(RABBIT_BATCH),
             ready_lock: Mutex::new(()),
+            keystone_slots: Slots::new(KEYSTONE_AT_ONCE),
         }
     }
 
     /// `call` with the kept admin login; when it fails, the login is
     /// made again for the next call (its token may have expired).
     fn with_admin<T>(&self, call: impl FnOnce(&Admin) -> Result<T>) -> Result<T> {
+        let _slot = self.keystone_slots.take();
         let admin = self.admin.get(|| {
             Ok(Arc::new(Admin {
                 cloud: Arc::new(super::client::admin(&self.host)?),
@@ -189,5 +234,30 @@ impl NodeAccounts for ControlPlaneAccounts {
 
     fn tidy(&self) -> Result<()> {
         self.with_admin(|admin| self.ready_users().tidy(&admin.cloud))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn no_more_than_the_slots_at_once() {
+        let slots = Slots::new(3);
+        let (inside, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|scope| {
+            for _ in 0..12 {
+                scope.spawn(|| {
+                    let _slot = slots.take();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        assert_eq!(most.load(Ordering::SeqCst), 3);
+        assert_eq!(*slots.free.lock().unwrap(), 3, "every slot given back");
     }
 }
