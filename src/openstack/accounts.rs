@@ -9,7 +9,6 @@ use super::batch::GroupCommit;
 use super::client::KeptLogin;
 use super::compute::{ComputeHosts, Nova};
 use super::messaging::RabbitUser;
-use super::node_user_pool::NodeUserPool;
 use super::{database, identity, messaging};
 use crate::host::Host;
 use crate::recipes::site_credentials::NodeAccount;
@@ -27,15 +26,6 @@ pub trait NodeAccounts: ComputeHosts + Send + Sync {
     /// Delete the account and close what it has open. Deleting an account
     /// that is already gone succeeds.
     fn delete(&self, hostname: &str, account: &NodeAccount) -> Result<()>;
-    /// Make one account ahead of the joins to come, if fewer than
-    /// `expected` are ready; whether one was made. Nothing by default.
-    fn prepare(&self, _expected: usize) -> Result<bool> {
-        Ok(false)
-    }
-    /// Clear what a crash left half-prepared. Nothing by default.
-    fn tidy(&self) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// RabbitMQ users made in one `rabbitmqctl` call at most: a bound on
@@ -49,8 +39,6 @@ pub struct ControlPlaneAccounts {
     host: Host,
     admin: KeptLogin<Admin>,
     rabbit: GroupCommit<RabbitUser>,
-    /// Shared by every use of the ready keystone users' file.
-    ready_lock: Mutex<()>,
     /// Joins at once call keystone a few at a time.
     keystone_slots: Slots,
 }
@@ -120,7 +108,6 @@ impl ControlPlaneAccounts {
             host: host.clone(),
             admin: KeptLogin::default(),
             rabbit: GroupCommit::new(RABBIT_BATCH),
-            ready_lock: Mutex::new(()),
             keystone_slots: Slots::new(KEYSTONE_AT_ONCE),
         }
     }
@@ -140,38 +127,6 @@ impl ControlPlaneAccounts {
             self.admin.forget();
         }
         outcome
-    }
-}
-
-impl ControlPlaneAccounts {
-    fn ready_users(&self) -> NodeUserPool<'_> {
-        NodeUserPool::new(&self.host.files, &self.ready_lock)
-    }
-
-    /// A node's keystone user: a new node takes a ready user and renames
-    /// it (nothing to hash); a known one, or one that finds none ready,
-    /// gets a fresh password.
-    fn keystone_user(&self, username: &str) -> Result<Secret> {
-        self.with_admin(|admin| {
-            let scope = admin.node_scope()?;
-            if !identity::user_exists(&admin.cloud, username)?
-                && let Some(ready) = self.ready_users().take()?
-            {
-                match identity::rename_user(&admin.cloud, &ready.id, username) {
-                    Ok(()) => {
-                        tracing::info!("{username}: a keystone user made ahead, renamed");
-                        return Ok(ready.password);
-                    }
-                    // Left to `tidy`: it is out of the pool's file.
-                    Err(e) => tracing::warn!(
-                        "a ready node user could not become {username}, which is made anew: {e:#}"
-                    ),
-                }
-            }
-            let password = generate_password();
-            identity::ensure_node_user(&admin.cloud, scope, username, &password)?;
-            Ok(password)
-        })
     }
 }
 
@@ -199,7 +154,12 @@ impl NodeAccounts for ControlPlaneAccounts {
                 (self.rabbit).submit(user, |users| messaging::ensure_users(&self.host, users))?;
                 Ok(password)
             }
-            NodeAccount::Keystone { username } => self.keystone_user(username),
+            NodeAccount::Keystone { username } => self.with_admin(|admin| {
+                let password = generate_password();
+                let scope = admin.node_scope()?;
+                identity::ensure_node_user(&admin.cloud, scope, username, &password)?;
+                Ok(password)
+            }),
             NodeAccount::Database {
                 username,
                 databases,
@@ -219,21 +179,6 @@ impl NodeAccounts for ControlPlaneAccounts {
             }
             NodeAccount::Database { username, .. } => database::remove_user(&self.host, username),
         }
-    }
-
-    fn prepare(&self, expected: usize) -> Result<bool> {
-        // Keystone is asked nothing while enough are ready.
-        if self.ready_users().ready()? >= expected.min(super::node_user_pool::MAX_READY) {
-            return Ok(false);
-        }
-        self.with_admin(|admin| {
-            let scope = admin.node_scope()?;
-            self.ready_users().add_one(&admin.cloud, scope, expected)
-        })
-    }
-
-    fn tidy(&self) -> Result<()> {
-        self.with_admin(|admin| self.ready_users().tidy(&admin.cloud))
     }
 }
 

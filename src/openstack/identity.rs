@@ -234,40 +234,6 @@ pub fn create_node_user(
     Ok(id)
 }
 
-/// Whether a user is named `name` in the Default domain.
-pub fn user_exists(cloud: &Cloud, name: &str) -> Result<bool> {
-    Ok(find(
-        cloud,
-        &format!("/users?name={name}&domain_id=default"),
-        "users",
-    )?
-    .is_some())
-}
-
-/// Give user `id` the name `name` (no password is hashed).
-pub fn rename_user(cloud: &Cloud, id: &str, name: &str) -> Result<()> {
-    cloud
-        .request(
-            Method::PATCH,
-            "identity",
-            &format!("/users/{id}"),
-            Some(&json!({"user": {"name": name}})),
-        )
-        .with_context(|| format!("renaming user {id} to {name}"))?;
-    Ok(())
-}
-
-/// The users of the Default domain whose names start with `prefix`: (id,
-/// name) each.
-pub fn users_named_from(cloud: &Cloud, prefix: &str) -> Result<Vec<(String, String)>> {
-    let v = cloud.get("identity", "/users?domain_id=default")?;
-    Ok((v["users"].as_array().into_iter().flatten())
-        .filter_map(|u| Some((u["id"].as_str()?, u["name"].as_str()?)))
-        .filter(|(_, name)| name.starts_with(prefix))
-        .map(|(id, name)| (id.to_string(), name.to_string()))
-        .collect())
-}
-
 /// The ids a node user's roles need: the `service` project, and the
 /// `service` and `admin` roles. They do not change while a login lasts,
 /// so the join service looks them up once per login, not per join.

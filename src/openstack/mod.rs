@@ -35,7 +35,6 @@ pub mod database;
 pub mod identity;
 pub mod mariadb;
 pub mod messaging;
-pub mod node_user_pool;
 pub mod southbound;
 
 pub use client::{ApiError, Cloud, Credentials};

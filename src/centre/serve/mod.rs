@@ -17,7 +17,6 @@ mod listener;
 mod placer;
 mod progress;
 mod ratelimit;
-mod ready_users;
 mod router;
 pub mod routes;
 
@@ -124,10 +123,7 @@ pub fn serve_with(
         joining: Joining::new(),
         limiter: ratelimit::RateLimiter::default(),
     });
-    let ahead = state.clone();
-    std::thread::spawn(move || {
-        ready_users::run(&ahead.host, ahead.accounts.as_ref(), &ahead.joining)
-    });
+
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
