@@ -28,7 +28,6 @@ use super::nsenter::ContainerRunner;
 use super::state::{HostState, LabState};
 use crate::host::command::{Cmd, Runner, SystemRunner};
 use crate::host::{FileSpec, Files};
-use crate::openstack::node_user_pool::{self, NodeUserPool};
 use anyhow::{Context, Result, bail};
 use plan::SimHost;
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,8 +100,6 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         let new = &layout[joined..n];
         tracing::info!("growing the fleet from {joined} to {n} simulated edge hosts");
         let pins = harness.export_sites(new)?;
-        let (ready, ahead) = harness.wait_accounts_ahead(new.len())?;
-        tracing::info!("  {ready} keystone users made ahead in {ahead:.0}s");
         let joined_at = SystemTime::now();
         let joins = harness.add(new, &pins)?;
         let started = Instant::now();
@@ -113,8 +110,6 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         let first_site = layout.first().map(|h| h.site.as_str());
         let mut step = harness.measure(n, joins, up, first_site)?;
         step.computes = layout[..n].iter().filter(|h| h.compute).count();
-        step.accounts_ahead = ready;
-        step.accounts_ahead_seconds = ahead;
         report.steps.push(step);
         report.write(&files, &opts.report)?;
         joined = n;
@@ -170,36 +165,6 @@ impl Harness<'_> {
             pins.insert(site.to_string(), self.export(site)?);
         }
         Ok(pins)
-    }
-
-    /// Wait until the join service has the keystone users of `hosts` new
-    /// hosts ready, as it makes them once their tokens exist (a real
-    /// site's hosts boot minutes after its bundle is exported). Returns
-    /// how many were ready and how long that took; gives up waiting once
-    /// none came for a minute.
-    fn wait_accounts_ahead(&self, hosts: usize) -> Result<(usize, f64)> {
-        let cp = self.state.host("cp")?;
-        let files = Files::new(&cp.rootfs, false);
-        let lock = std::sync::Mutex::new(());
-        let pool = NodeUserPool::new(&files, &lock);
-        let wanted = hosts.min(node_user_pool::MAX_READY);
-        let started = Instant::now();
-        let (mut last, mut last_change) = (0, Instant::now());
-        loop {
-            let ready = pool.ready()?;
-            if ready >= wanted {
-                return Ok((ready, started.elapsed().as_secs_f64()));
-            }
-            if ready != last {
-                (last, last_change) = (ready, Instant::now());
-            } else if last_change.elapsed() > Duration::from_secs(60) {
-                tracing::warn!(
-                    "  only {ready} of {wanted} node accounts made ahead; joining anyway"
-                );
-                return Ok((ready, started.elapsed().as_secs_f64()));
-            }
-            std::thread::sleep(Duration::from_secs(2));
-        }
     }
 
     /// Join `hosts` with their sites' bundles and start their chassis,

@@ -67,11 +67,6 @@ pub struct Step {
     pub pss_bytes: u64,
     pub tcp_connections: u64,
     pub units: BTreeMap<String, UnitUse>,
-    /// Keystone users the join service had ready for this step's new
-    /// hosts when they joined (made ahead, once their bundles existed)...
-    pub accounts_ahead: usize,
-    /// ... and how long it took to make them.
-    pub accounts_ahead_seconds: f64,
     /// The joins of this step's new hosts, all at once.
     pub joins: JoinFigures,
     /// From the last join to every chassis answering the southbound (and
@@ -158,8 +153,6 @@ impl Step {
             pss_bytes: units.values().map(|u| u.pss_bytes).sum(),
             tcp_connections: units.values().map(|u| u.tcp_connections).sum(),
             units,
-            accounts_ahead: 0,
-            accounts_ahead_seconds: 0.0,
             joins: JoinFigures::of(&joins),
             chassis_up_seconds,
             views: Views::default(),
