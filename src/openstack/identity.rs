@@ -54,21 +54,10 @@ pub fn ensure_user(
     password: &Secret,
     project_id: &str,
 ) -> Result<String> {
-    if let Some(u) = find(
-        cloud,
-        &format!("/users?name={name}&domain_id=default"),
-        "users",
-    )? {
+    if let Some(u) = find_user(cloud, name)? {
         let id = id_of(&u)?;
         if !password_works(cloud, name, password)? {
-            cloud
-                .request(
-                    Method::PATCH,
-                    "identity",
-                    &format!("/users/{id}"),
-                    Some(&json!({"user": {"password": password.expose()}})),
-                )
-                .with_context(|| format!("resetting the password of user {name}"))?;
+            set_password(cloud, &id, name, password)?;
         }
         return Ok(id);
     }
@@ -81,6 +70,28 @@ pub fn ensure_user(
         )
         .with_context(|| format!("creating user {name}"))?;
     id_of(&v["user"])
+}
+
+/// The user named `name` in the Default domain, if any.
+fn find_user(cloud: &Cloud, name: &str) -> Result<Option<Value>> {
+    find(
+        cloud,
+        &format!("/users?name={name}&domain_id=default"),
+        "users",
+    )
+}
+
+/// Give user `id` (named `name`) `password`.
+fn set_password(cloud: &Cloud, id: &str, name: &str, password: &Secret) -> Result<()> {
+    cloud
+        .request(
+            Method::PATCH,
+            "identity",
+            &format!("/users/{id}"),
+            Some(&json!({"user": {"password": password.expose()}})),
+        )
+        .with_context(|| format!("resetting the password of user {name}"))?;
+    Ok(())
 }
 
 /// Whether `name` can get an unscoped token with `password`.
@@ -188,24 +199,12 @@ pub fn ensure_node_user(
     user: &str,
     password: &Secret,
 ) -> Result<()> {
-    let existing = find(
-        cloud,
-        &format!("/users?name={user}&domain_id=default"),
-        "users",
-    )?;
-    match existing {
+    match find_user(cloud, user)? {
         Some(u) => {
             let id = id_of(&u)?;
             // A join always brings a fresh password: set it without first
             // asking keystone whether the old one works (a hash check too).
-            cloud
-                .request(
-                    Method::PATCH,
-                    "identity",
-                    &format!("/users/{id}"),
-                    Some(&json!({"user": {"password": password.expose()}})),
-                )
-                .with_context(|| format!("resetting the password of user {user}"))?;
+            set_password(cloud, &id, user, password)?;
             grant(cloud, &scope.project, &id, &scope.service)?;
             revoke(cloud, &scope.project, &id, &scope.admin)
         }
