@@ -31,8 +31,8 @@
 # config. As root with CI=true or DCN_LAB_E2E=1, when the scale harness or
 # what it measures changed in the last commit (or with DCN_LAB_SCALE=1),
 # the harness at small N: 20 then 50 simulated edge hosts with real OVN
-# chassis, then the reconnect storms (tests/lab_scale.rs, about 22
-# minutes). Every cut point of a deploy, one after the other, is
+# chassis, four with a real nova-compute, then the reconnect storms
+# (tests/lab_scale.rs, about 18 minutes). Every cut point of a deploy, one after the other, is
 # `DCN_EDGE_ISO=… cargo test --test power_cut_e2e -- --ignored` (about 30
 # minutes, not in CI).
 # DCN_IMAGE_E2E=0 skips them. In CI, DCN_LAB_CONTROL_PLANE=1 and
