@@ -32,8 +32,8 @@ impl dcn::openstack::compute::ComputeHosts for Counted {
 }
 
 impl NodeAccounts for Counted {
-    fn ensure(&self, _: &str, _: &NodeAccount, _: &Secret) -> anyhow::Result<()> {
-        Ok(())
+    fn make(&self, _: &str, _: &NodeAccount) -> anyhow::Result<Secret> {
+        Ok(dcn::secrets::generate_password())
     }
     fn delete(&self, _: &str, _: &NodeAccount) -> anyhow::Result<()> {
         Ok(())
