@@ -208,29 +208,19 @@ pub fn ensure_node_user(
             grant(cloud, &scope.project, &id, &scope.service)?;
             revoke(cloud, &scope.project, &id, &scope.admin)
         }
-        None => create_node_user(cloud, scope, user, password).map(|_| ()),
+        None => {
+            let v = cloud
+                .post(
+                    "identity",
+                    "/users",
+                    &json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
+                                     "default_project_id": scope.project, "enabled": true}}),
+                )
+                .with_context(|| format!("creating user {user}"))?;
+            // A new user has no roles yet: nothing to take away.
+            grant(cloud, &scope.project, &id_of(&v["user"])?, &scope.service)
+        }
     }
-}
-
-/// A new node user with `password` and the `service` role (a new user has
-/// no other role to take away); its id.
-pub fn create_node_user(
-    cloud: &Cloud,
-    scope: &NodeUserScope,
-    user: &str,
-    password: &Secret,
-) -> Result<String> {
-    let v = cloud
-        .post(
-            "identity",
-            "/users",
-            &json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
-                             "default_project_id": scope.project, "enabled": true}}),
-        )
-        .with_context(|| format!("creating user {user}"))?;
-    let id = id_of(&v["user"])?;
-    grant(cloud, &scope.project, &id, &scope.service)?;
-    Ok(id)
 }
 
 /// The ids a node user's roles need: the `service` project, and the
