@@ -122,7 +122,10 @@ pub fn join(
     let started = std::time::Instant::now();
     let admitted = admit(host, &registry, challenges, req, &token, &hostname, address)?;
     let issued = &admitted.issued;
-    if let Some(reply) = kept_reply(&registry, joining, &hostname, &admitted) {
+    let replay = admitted
+        .rejoin
+        .then(|| joining.replay(&registry, hostname.as_str(), &issued.key_pin));
+    if let Some(reply) = replay.flatten() {
         tracing::info!("join of {hostname}: asked again, answered with the reply it missed");
         return Ok(reply);
     }
@@ -161,23 +164,6 @@ pub fn join(
     };
     joining.keep(hostname.as_str(), &issued.key_pin, &reply);
     Ok(reply)
-}
-
-/// The reply of this host's last join with this key, when this join is a
-/// retry of it: kept a few minutes, and still the node's (its secret is
-/// the one the registry holds: no join, removal or rotation came since).
-fn kept_reply(
-    registry: &Registry,
-    joining: &Joining,
-    hostname: &crate::types::NodeName,
-    admitted: &Admitted,
-) -> Option<JoinReply> {
-    if !admitted.rejoin {
-        return None;
-    }
-    let reply = joining.kept(hostname.as_str(), &admitted.issued.key_pin)?;
-    let node = registry.node(hostname.as_str()).ok()??;
-    (node.secret_hash == stored_hash(&reply.node_secret)).then_some(reply)
 }
 
 /// What a join's admission decided.

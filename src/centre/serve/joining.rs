@@ -10,6 +10,8 @@
 //! asks again, and gets the reply it missed instead of a second round of
 //! accounts (which, with every retry, made a busy control plane busier).
 
+use crate::centre::sites::Registry;
+use crate::secrets::stored_hash;
 use crate::wire::JoinReply;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -81,6 +83,16 @@ impl Joining {
             at: Instant::now(),
         };
         replies.insert(hostname.to_string(), kept);
+    }
+
+    /// The reply to give a rejoin of `hostname` with the key of `key_pin`
+    /// that retries a join whose reply it missed: kept, and still the
+    /// node's (the registry holds its secret: no join, removal or rotation
+    /// came since).
+    pub fn replay(&self, registry: &Registry, hostname: &str, key_pin: &str) -> Option<JoinReply> {
+        let reply = self.kept(hostname, key_pin)?;
+        let node = registry.node(hostname).ok()??;
+        (node.secret_hash == stored_hash(&reply.node_secret)).then_some(reply)
     }
 
     /// The reply of `hostname`'s join with the key of `key_pin` in the
