@@ -238,6 +238,18 @@ fn unit(name: &str) -> String {
     format!("dcn-sim-{name}")
 }
 
+/// Whether the transient unit `unit` runs (a second run starts no second
+/// one).
+pub(super) fn runs(runner: &dyn Runner, unit: &str) -> Result<bool> {
+    let active = runner.run(
+        &Cmd::new(format!("asking whether {unit} runs"), "systemctl")
+            .args(["is-active", "--quiet", unit])
+            .read_only()
+            .unchecked(),
+    )?;
+    Ok(active.success())
+}
+
 /// Set the chassis' switch settings and bridges, then start its
 /// controller (unless it runs).
 fn start(
@@ -276,13 +288,7 @@ fn start(
         )?;
     }
     let unit = unit(name);
-    let active = runner.run(
-        &Cmd::new(format!("asking whether {unit} runs"), "systemctl")
-            .args(["is-active", "--quiet", &unit])
-            .read_only()
-            .unchecked(),
-    )?;
-    if active.success() {
+    if runs(runner, &unit)? {
         return Ok(());
     }
     let node = state.join(name);

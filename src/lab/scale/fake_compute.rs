@@ -83,13 +83,7 @@ pub fn start(
     )?;
     carrier.ensure_dir(under("/var/lib/nova/tmp"), &FileSpec::private_dir())?;
     let unit = unit(name);
-    let active = runner.run(
-        &Cmd::new(format!("asking whether {unit} runs"), "systemctl")
-            .args(["is-active", "--quiet", &unit])
-            .read_only()
-            .unchecked(),
-    )?;
-    if active.success() {
+    if super::chassis::runs(runner, &unit)? {
         return Ok(());
     }
     let path = |p: &str| {
