@@ -36,6 +36,16 @@ fn facts() -> HostFacts {
 
 /// Render `roles`' services with `values` and every custom config key of
 /// those services set; the planned files by path.
+/// One file of a service as rendered (not shown on failure: it may hold
+/// passwords).
+fn rendered(recipes: &Recipes, service: &str, values: &super::Values, path: &str) -> String {
+    let files = super::render_files(recipes.service(service).unwrap(), values).unwrap();
+    (files.into_iter())
+        .find(|f| f.path.ends_with(path))
+        .unwrap_or_else(|| panic!("{service} renders no {path}"))
+        .contents
+}
+
 fn render(recipes: &Recipes, roles: &[&str], values: super::Values) -> BTreeMap<String, String> {
     let services: Vec<String> = (recipes.services_for_roles(roles).unwrap().iter())
         .map(|s| s.service.clone())
@@ -104,6 +114,18 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
         &passwords,
     )
     .unwrap();
+    // The control plane's own compute is on loopback: nova's intervals.
+    let compute = rendered(
+        &recipes,
+        "nova-compute",
+        &values,
+        "nova-compute.conf.d/10-dcn.conf",
+    );
+    assert!(compute.contains("\nreport_interval = 10\n"));
+    assert!(compute.contains("\nupdate_resources_interval = 0\n"));
+    // Three missed reports of an edge's 30 s before a compute is down.
+    let nova = rendered(&recipes, "nova", &values, "nova.conf.d/10-dcn.conf");
+    assert!(nova.contains("\nservice_down_time = 90\n"));
     let files = render(&recipes, &["controller", "compute"], values);
     assert_rendered(&files, "control plane");
     for path in [
@@ -162,6 +184,15 @@ fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     assert_eq!(values.network["encapsulation"], "geneve");
     assert!(values.compute["transportUrl"].starts_with("rabbit://dcn-node-edge1-n1:"));
     assert_eq!(values.compute["serviceUser"], "dcn-node-edge1-n1");
+    // Across a WAN a compute reports and heals its inventory less often.
+    let compute = rendered(
+        &recipes,
+        "nova-compute",
+        &values,
+        "nova-compute.conf.d/10-dcn.conf",
+    );
+    assert!(compute.contains("\nreport_interval = 30\n"));
+    assert!(compute.contains("\nupdate_resources_interval = 300\n"));
     let files = render(&recipes, &["edge"], values);
     assert_rendered(&files, "edge");
     for key in recipes.edge_config_keys() {
