@@ -195,8 +195,16 @@ pub fn stalled_ovn_controller_shows(lab: &Lab) {
         )
     };
     signal("STOP");
+    // The views judge chassis by the join service's pings, every 30 s,
+    // each with 5 s to be answered: down within 35 s.
+    let down = wait_for(
+        "edge2's stopped ovn-controller shows down",
+        Duration::from_secs(60),
+        || node_health(lab)["edge2"].2 == "down",
+    );
     let nodes = node_health(lab);
     signal("CONT");
+    eprintln!("edge2's stopped chassis showed down after {down:?}");
     assert_eq!(nodes["edge2"].1, "up", "{nodes:?}");
     assert_eq!(
         nodes["edge2"].2, "down",

@@ -114,6 +114,12 @@ pub fn serve_with(
 
     let placer_host = host.clone();
     std::thread::spawn(move || placer::run(&placer_host));
+    // The pings that `dcn node list` and `dcn site status` judge chassis by.
+    let pinger_host = host.clone();
+    std::thread::spawn(move || {
+        let southbound = crate::openstack::southbound(pinger_host.runner.as_ref());
+        crate::centre::sites::chassis_liveness::ping_forever(&pinger_host, &southbound)
+    });
 
     let state = Arc::new(State {
         host,

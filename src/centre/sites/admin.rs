@@ -1,6 +1,7 @@
 //! `dcn site list|revoke` and `dcn node list|remove`: what the operator
 //! does with sites and nodes after they joined.
 
+use super::chassis_liveness;
 use super::phases::{self, NodePhase};
 use super::progress::{Phase, ProgressStore};
 use super::registry::{NodeRecord, Registry, Site};
@@ -9,7 +10,7 @@ use crate::host::Host;
 use crate::openstack::PlaneState;
 use crate::openstack::accounts::ControlPlaneAccounts;
 use crate::openstack::compute::ComputeCloud;
-use crate::openstack::southbound::{CHASSIS_ANSWER, Southbound};
+use crate::openstack::southbound::Southbound;
 use crate::openstack::{compute_cloud, southbound};
 use crate::recipes::Recipes;
 use crate::timefmt::rfc3339;
@@ -106,7 +107,8 @@ pub fn list_nodes_with_health(host: &Host) -> Result<Vec<NodeView>> {
         .and_then(|cloud| cloud.compute_reports())
         .map_err(|e| tracing::warn!("the compute cloud's view of the nodes is unknown: {e:#}"))
         .unwrap_or_default();
-    let network = (southbound(host.runner.as_ref()).chassis_states(CHASSIS_ANSWER))
+    let southbound = southbound(host.runner.as_ref());
+    let network = chassis_liveness::chassis_states(host, &southbound, SystemTime::now())
         .map_err(|e| tracing::warn!("the southbound's view of the nodes is unknown: {e:#}"))
         .ok();
     let compute_known = !compute.is_empty();

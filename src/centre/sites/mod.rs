@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod chassis_liveness;
 pub mod export;
 pub mod phases;
 pub mod progress;

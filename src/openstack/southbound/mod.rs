@@ -18,12 +18,29 @@ pub trait Southbound {
     /// Chassis by host name: up when the chassis processed a fresh
     /// `nb_cfg` within `answer`, down otherwise.
     fn chassis_states(&self, answer: Duration) -> Result<BTreeMap<String, PlaneState>>;
+    /// Ask every chassis to report in: a new `nb_cfg` generation, written
+    /// as far as the southbound. Returns that generation; it waits for no
+    /// chassis.
+    fn ping(&self) -> Result<i64>;
+    /// The southbound's generation now, and the last one each chassis
+    /// processed.
+    fn generations(&self) -> Result<Generations>;
     /// Make every client reconnect (so a node whose CA left the trusted
     /// list is refused) and delete the chassis of `hostnames`.
     fn cut_off(&self, hostnames: &[String]) -> Result<()>;
     /// Show neutron the chassis options it reads from `external_ids`;
     /// the chassis updated.
     fn mirror_chassis_options(&self) -> Result<Vec<String>>;
+}
+
+/// The `nb_cfg` generations of the southbound and its chassis.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Generations {
+    /// The southbound's (`SB_Global`).
+    pub current: i64,
+    /// By host name: the last generation each chassis processed (`None`
+    /// before its first).
+    pub chassis: BTreeMap<String, Option<i64>>,
 }
 
 /// The southbound of the control plane this runner runs on.
@@ -34,6 +51,12 @@ pub(super) struct OvnSouthbound<'a> {
 impl Southbound for OvnSouthbound<'_> {
     fn chassis_states(&self, answer: Duration) -> Result<BTreeMap<String, PlaneState>> {
         chassis_states(self.runner, answer)
+    }
+    fn ping(&self) -> Result<i64> {
+        ping(self.runner)
+    }
+    fn generations(&self) -> Result<Generations> {
+        generations(self.runner)
     }
     fn cut_off(&self, hostnames: &[String]) -> Result<()> {
         cut_off(self.runner, hostnames)
@@ -139,18 +162,8 @@ fn mirror_chassis_options(runner: &dyn Runner) -> Result<Vec<String>> {
 /// OVN chassis by host name: up when the chassis processed a fresh
 /// `nb_cfg` within `answer` (normally [`CHASSIS_ANSWER`]), down otherwise.
 fn chassis_states(runner: &dyn Runner, answer: Duration) -> Result<BTreeMap<String, PlaneState>> {
-    let chassis = sb_list(runner, "Chassis", "name,hostname")?;
-    let names: BTreeMap<String, String> = chassis
-        .iter()
-        .filter_map(|row| Some((row[0].as_str()?.to_string(), row[1].as_str()?.to_string())))
-        .collect();
-    // The ping: a new nb_cfg generation, propagated to the southbound.
-    runner.run(
-        &Cmd::new("asking every OVN chassis to report in", "ovn-nbctl")
-            .args(["--wait=sb", "--timeout=10", "sync"])
-            .timeout(Duration::from_secs(20)),
-    )?;
-    let target = nb_cfg(runner)?;
+    let names = chassis_hostnames(runner)?;
+    let target = ping(runner)?;
     let started = Instant::now();
     loop {
         let processed = chassis_nb_cfg(runner)?;
@@ -171,6 +184,34 @@ fn chassis_states(runner: &dyn Runner, answer: Duration) -> Result<BTreeMap<Stri
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// Chassis names to their hosts' names.
+fn chassis_hostnames(runner: &dyn Runner) -> Result<BTreeMap<String, String>> {
+    Ok(sb_list(runner, "Chassis", "name,hostname")?
+        .iter()
+        .filter_map(|row| Some((row[0].as_str()?.to_string(), row[1].as_str()?.to_string())))
+        .collect())
+}
+
+/// A new nb_cfg generation, propagated to the southbound (not waiting for
+/// any chassis).
+fn ping(runner: &dyn Runner) -> Result<i64> {
+    runner.run(
+        &Cmd::new("asking every OVN chassis to report in", "ovn-nbctl")
+            .args(["--wait=sb", "--timeout=10", "sync"])
+            .timeout(Duration::from_secs(20)),
+    )?;
+    nb_cfg(runner)
+}
+
+fn generations(runner: &dyn Runner) -> Result<Generations> {
+    let current = nb_cfg(runner)?;
+    let processed = chassis_nb_cfg(runner)?;
+    let chassis = (chassis_hostnames(runner)?.into_iter())
+        .map(|(name, host)| (host, processed.get(&name).copied()))
+        .collect();
+    Ok(Generations { current, chassis })
 }
 
 fn nb_cfg(runner: &dyn Runner) -> Result<i64> {
@@ -296,5 +337,20 @@ mod tests {
             calls.iter().any(|c| c.contains("ovn-nbctl --wait=sb")),
             "{calls:?}"
         );
+    }
+
+    #[test]
+    fn a_ping_waits_for_no_chassis_and_generations_say_who_answered() {
+        let r = southbound();
+        assert_eq!(ping(&r).unwrap(), 8);
+        let g = generations(&r).unwrap();
+        assert_eq!(g.current, 8);
+        assert_eq!(g.chassis["edge1"], Some(8));
+        assert_eq!(g.chassis["edge2"], Some(7));
+        // One sync, then reads only.
+        let syncs = (r.command_lines().iter())
+            .filter(|c| c.contains("ovn-nbctl"))
+            .count();
+        assert_eq!(syncs, 1);
     }
 }
