@@ -26,6 +26,7 @@ pub(super) fn boot_all(
     bm: Option<(&bare_metal::Site, &bare_metal::Material)>,
     state: &mut LabState,
 ) -> Result<()> {
+    super::kernel_limits::raise_for(files, runner, state.hosts.len())?;
     let hosts_file = hosts_file(state);
     let names: Vec<String> = state.hosts.iter().map(|h| h.name.clone()).collect();
     for name in names {

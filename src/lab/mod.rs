@@ -12,6 +12,7 @@ mod disk;
 pub mod guest;
 mod host_tools;
 mod join;
+mod kernel_limits;
 mod layer;
 mod manage;
 mod memory;
