@@ -46,6 +46,23 @@ fn rendered(recipes: &Recipes, service: &str, values: &super::Values, path: &str
         .contents
 }
 
+/// nova-compute's heartbeat and resource-tracker intervals as rendered.
+fn assert_compute_intervals(
+    recipes: &Recipes,
+    values: &super::Values,
+    report: u32,
+    resources: u32,
+) {
+    let conf = rendered(
+        recipes,
+        "nova-compute",
+        values,
+        "nova-compute.conf.d/10-dcn.conf",
+    );
+    assert!(conf.contains(&format!("\nreport_interval = {report}\n")));
+    assert!(conf.contains(&format!("\nupdate_resources_interval = {resources}\n")));
+}
+
 fn render(recipes: &Recipes, roles: &[&str], values: super::Values) -> BTreeMap<String, String> {
     let services: Vec<String> = (recipes.services_for_roles(roles).unwrap().iter())
         .map(|s| s.service.clone())
@@ -115,14 +132,7 @@ fn every_control_plane_recipe_renders_with_the_control_plane_values() {
     )
     .unwrap();
     // The control plane's own compute is on loopback: nova's intervals.
-    let compute = rendered(
-        &recipes,
-        "nova-compute",
-        &values,
-        "nova-compute.conf.d/10-dcn.conf",
-    );
-    assert!(compute.contains("\nreport_interval = 10\n"));
-    assert!(compute.contains("\nupdate_resources_interval = 0\n"));
+    assert_compute_intervals(&recipes, &values, 10, 0);
     // Three missed reports of an edge's 30 s before a compute is down.
     let nova = rendered(&recipes, "nova", &values, "nova.conf.d/10-dcn.conf");
     assert!(nova.contains("\nservice_down_time = 90\n"));
@@ -185,14 +195,7 @@ fn every_edge_recipe_renders_with_the_values_an_edge_builds_from_its_bundle() {
     assert!(values.compute["transportUrl"].starts_with("rabbit://dcn-node-edge1-n1:"));
     assert_eq!(values.compute["serviceUser"], "dcn-node-edge1-n1");
     // Across a WAN a compute reports and heals its inventory less often.
-    let compute = rendered(
-        &recipes,
-        "nova-compute",
-        &values,
-        "nova-compute.conf.d/10-dcn.conf",
-    );
-    assert!(compute.contains("\nreport_interval = 30\n"));
-    assert!(compute.contains("\nupdate_resources_interval = 300\n"));
+    assert_compute_intervals(&recipes, &values, 30, 300);
     let files = render(&recipes, &["edge"], values);
     assert_rendered(&files, "edge");
     for key in recipes.edge_config_keys() {
