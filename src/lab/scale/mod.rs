@@ -264,7 +264,19 @@ impl Harness<'_> {
     fn wait_up(&self, hosts: &[SimHost], since: SystemTime) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30 * 60);
         loop {
-            let chassis = health::down_chassis(&self.cp_runner, hosts, Duration::from_secs(30))?;
+            // A southbound busy with hundreds of chassis connecting at once
+            // may not answer a read within its 10 s (at 600 hosts here):
+            // asked again until the deadline, not a failed run.
+            let chassis =
+                match health::down_chassis(&self.cp_runner, hosts, Duration::from_secs(30)) {
+                    Ok(down) => down,
+                    Err(e) if Instant::now() < deadline => {
+                        tracing::warn!("  the southbound did not answer ({e:#}); asking again");
+                        std::thread::sleep(Duration::from_secs(5));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
             let computes = match hosts.iter().any(|h| h.compute) {
                 true => health::silent_computes(&self.cp_runner, hosts, since)?,
                 false => Vec::new(),
