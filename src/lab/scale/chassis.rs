@@ -87,7 +87,7 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
     let runner = SystemRunner::new(false);
     // A spare edge has its packages but nothing started: Open vSwitch
     // first (ovn-controller's own unit stays off; each chassis has one).
-    start_open_vswitch(&runner)?;
+    super::carrier::start_open_vswitch(&runner)?;
     let results: Vec<Result<ChassisJoin>> = std::thread::scope(|scope| {
         let jobs: Vec<_> = (opts.hosts.iter())
             .map(|(name, address)| {
@@ -124,28 +124,6 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
         );
     }
     Ok(joins)
-}
-
-/// Start the carrier's Open vSwitch. Each site's hosts on a carrier start
-/// it at once, and one of those starts failed once with 219/CGROUP (its
-/// unit's cgroup not yet set up) while the next, 3 s later, succeeded: a
-/// failed start is tried twice more.
-fn start_open_vswitch(runner: &dyn Runner) -> Result<()> {
-    let start = Cmd::new("starting Open vSwitch", "systemctl")
-        .args(["start", "openvswitch-switch.service"])
-        .timeout(Duration::from_secs(120));
-    let mut attempt = 1;
-    loop {
-        match runner.run(&start) {
-            Ok(_) => return Ok(()),
-            Err(e) if attempt < 3 => {
-                tracing::warn!("{e:#}; trying again in 3 s");
-                std::thread::sleep(Duration::from_secs(3));
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 /// The real join request for one host, its state under `STATE/<name>`
@@ -256,18 +234,6 @@ fn unit(name: &str) -> String {
     format!("dcn-sim-{name}")
 }
 
-/// Whether the transient unit `unit` runs (a second run starts no second
-/// one).
-pub(super) fn runs(runner: &dyn Runner, unit: &str) -> Result<bool> {
-    let active = runner.run(
-        &Cmd::new(format!("asking whether {unit} runs"), "systemctl")
-            .args(["is-active", "--quiet", unit])
-            .read_only()
-            .unchecked(),
-    )?;
-    Ok(active.success())
-}
-
 /// Set the chassis' switch settings and bridges, then start its
 /// controller (unless it runs).
 fn start(
@@ -306,7 +272,7 @@ fn start(
         )?;
     }
     let unit = unit(name);
-    if runs(runner, &unit)? {
+    if super::carrier::runs(runner, &unit)? {
         return Ok(());
     }
     let node = state.join(name);
@@ -339,19 +305,6 @@ fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_failed_start_of_open_vswitch_is_tried_again() {
-        let failed = std::sync::atomic::AtomicBool::new(false);
-        let runner = crate::host::RecordingRunner::answering(move |_| {
-            match failed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                false => crate::host::CmdOutput::failed(1, "status=219/CGROUP"),
-                true => crate::host::CmdOutput::ok(""),
-            }
-        });
-        start_open_vswitch(&runner).unwrap();
-        assert_eq!(runner.calls().len(), 2);
-    }
 
     #[test]
     fn every_setting_is_the_chassis_own() {

@@ -83,7 +83,7 @@ pub fn start(
     )?;
     carrier.ensure_dir(under("/var/lib/nova/tmp"), &FileSpec::private_dir())?;
     let unit = unit(name);
-    if super::chassis::runs(runner, &unit)? {
+    if super::carrier::runs(runner, &unit)? {
         return Ok(());
     }
     let path = |p: &str| {

@@ -12,6 +12,7 @@
 //! cost per host and draws the curve; [`markdown`] writes it for people.
 //! With `--storms`, the run ends with the reconnect storms ([`storm`]).
 
+mod carrier;
 pub mod chassis;
 mod curve;
 mod fake_compute;
