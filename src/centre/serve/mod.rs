@@ -114,6 +114,12 @@ pub fn serve_with(
 
     let placer_host = host.clone();
     std::thread::spawn(move || placer::run(&placer_host));
+    // What neutron reads of each chassis, as chassis come and change.
+    let watcher_host = host.clone();
+    std::thread::spawn(move || {
+        let southbound = crate::openstack::southbound(watcher_host.runner.as_ref());
+        placer::show_chassis_forever(&southbound)
+    });
     // The pings that `dcn node list` and `dcn site status` judge chassis by.
     let pinger_host = host.clone();
     std::thread::spawn(move || {

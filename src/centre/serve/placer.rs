@@ -40,8 +40,7 @@ impl Login<'_> {
 }
 
 /// The placer's rounds, every [`INTERVAL`], for as long as the join
-/// service runs: place what registered, record what finished, and show
-/// neutron the chassis options it reads.
+/// service runs: place what registered, and record what finished.
 pub fn run(host: &Host) {
     let log_in = || Ok(Arc::new(compute_cloud(host)?) as Arc<dyn ComputeCloud>);
     let login = Login {
@@ -59,12 +58,21 @@ pub fn run(host: &Host) {
             login.forget();
             tracing::warn!("recording finished hosts as placed: {e:#}");
         }
-        match southbound.mirror_chassis_options() {
-            Ok(updated) if !updated.is_empty() => {
-                tracing::info!("chassis options shown to neutron: {}", updated.join(", "))
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("mirroring OVN chassis options for neutron: {e:#}"),
+        std::thread::sleep(INTERVAL);
+    }
+}
+
+/// Show neutron the chassis options it reads, as chassis come and change,
+/// for as long as the join service runs: the southbound's chassis are
+/// followed, and followed again [`INTERVAL`] after that ends (the
+/// southbound restarted; its first answer then covers what changed
+/// meanwhile).
+pub fn show_chassis_forever(southbound: &dyn Southbound) {
+    loop {
+        let shown = &mut |name: &str| tracing::info!("chassis options shown to neutron: {name}");
+        match southbound.watch_chassis_options(shown) {
+            Ok(()) => tracing::info!("the southbound's chassis monitor ended; following it again"),
+            Err(e) => tracing::warn!("following the OVN chassis for neutron: {e:#}"),
         }
         std::thread::sleep(INTERVAL);
     }

@@ -169,7 +169,7 @@ mod tests {
         fn cut_off(&self, _: &[String]) -> Result<()> {
             unreachable!()
         }
-        fn mirror_chassis_options(&self) -> Result<Vec<String>> {
+        fn watch_chassis_options(&self, _: &mut dyn FnMut(&str)) -> Result<()> {
             unreachable!()
         }
     }

@@ -5,6 +5,7 @@
 
 mod cmd;
 mod recording;
+mod stream;
 mod system;
 mod uncaptured;
 
@@ -22,6 +23,23 @@ const STDERR_TAIL_LINES: usize = 20;
 /// records them for tests.
 pub trait Runner: Send + Sync {
     fn run(&self, cmd: &Cmd) -> Result<CmdOutput>;
+
+    /// Run a long-lived command (a monitor), handing each line of its
+    /// stdout to `on_line` as it comes, until the command exits; an error
+    /// from `on_line` stops it and is returned. The default runs the
+    /// command to its end and hands the lines over then, which is what a
+    /// recording runner needs.
+    fn stream_lines(
+        &self,
+        cmd: &Cmd,
+        on_line: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<CmdOutput> {
+        let out = self.run(cmd)?;
+        for line in out.stdout.lines() {
+            on_line(line)?;
+        }
+        Ok(out)
+    }
 }
 
 /// Turn a finished command into a result: an error names the description,

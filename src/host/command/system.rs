@@ -36,6 +36,20 @@ impl Runner for SystemRunner {
         );
         check_output(cmd, out)
     }
+
+    fn stream_lines(
+        &self,
+        cmd: &Cmd,
+        on_line: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<CmdOutput> {
+        if self.dry_run && !cmd.read_only {
+            tracing::info!("would run: {}  ({})", cmd.command_line(), cmd.description);
+            return Ok(CmdOutput::ok(""));
+        }
+        tracing::debug!(description = %cmd.description, "streaming: {}", cmd.command_line());
+        let out = super::stream::stream_lines(command(cmd)?, cmd, on_line)?;
+        check_output(cmd, out)
+    }
 }
 
 fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
@@ -83,7 +97,7 @@ fn spawn_and_wait(cmd: &Cmd) -> Result<CmdOutput> {
 }
 
 /// The process `cmd` describes, its stdin, stdout and stderr set up.
-fn command(cmd: &Cmd) -> Result<Command> {
+pub(super) fn command(cmd: &Cmd) -> Result<Command> {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(&cmd.program);
     let stdin = match (&cmd.stdin_file, &cmd.stdin) {
@@ -153,9 +167,9 @@ fn wait_or_kill(
     }
 }
 
-type Reader = Option<std::thread::JoinHandle<Vec<u8>>>;
+pub(super) type Reader = Option<std::thread::JoinHandle<Vec<u8>>>;
 
-fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> Reader {
+pub(super) fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> Reader {
     pipe.map(|mut p| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -165,7 +179,7 @@ fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> Reader {
     })
 }
 
-fn join_reader(r: Reader) -> String {
+pub(super) fn join_reader(r: Reader) -> String {
     r.and_then(|t| t.join().ok())
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default()

@@ -5,6 +5,7 @@
 //! uses; [`admission`] says who may write to it from across the WAN.
 
 pub mod admission;
+mod chassis_options;
 
 use super::PlaneState;
 use crate::host::{Cmd, Runner};
@@ -28,9 +29,11 @@ pub trait Southbound {
     /// Make every client reconnect (so a node whose CA left the trusted
     /// list is refused) and delete the chassis of `hostnames`.
     fn cut_off(&self, hostnames: &[String]) -> Result<()>;
-    /// Show neutron the chassis options it reads from `external_ids`;
-    /// the chassis updated.
-    fn mirror_chassis_options(&self) -> Result<Vec<String>>;
+    /// Show neutron the chassis options it reads from `external_ids`,
+    /// following the chassis table: every chassis at the start, then each
+    /// one that is added or changes, as it does (`updated` hears of each
+    /// one written). Returns when the southbound's monitor ends.
+    fn watch_chassis_options(&self, updated: &mut dyn FnMut(&str)) -> Result<()>;
 }
 
 /// The `nb_cfg` generations of the southbound and its chassis.
@@ -61,8 +64,8 @@ impl Southbound for OvnSouthbound<'_> {
     fn cut_off(&self, hostnames: &[String]) -> Result<()> {
         cut_off(self.runner, hostnames)
     }
-    fn mirror_chassis_options(&self) -> Result<Vec<String>> {
-        mirror_chassis_options(self.runner)
+    fn watch_chassis_options(&self, updated: &mut dyn FnMut(&str)) -> Result<()> {
+        chassis_options::watch(self.runner, updated)
     }
 }
 
@@ -72,15 +75,6 @@ pub const CHASSIS_ANSWER: Duration = Duration::from_secs(6);
 
 /// The SB's ovsdb-server control socket (ovn-ctl's default).
 const SB_CONTROL: &str = "/var/run/ovn/ovnsb_db.ctl";
-
-/// Chassis options that Debian 12's neutron (21.0.0) reads from a
-/// chassis' `external_ids`, while its ovn-controller (OVN 23.03) writes
-/// them to `other_config` only (neutron's side was fixed upstream after
-/// that release, LP#1990229). Without them neutron sees no gateway chassis,
-/// no availability zones and no bridge mappings, and binds ports without
-/// the chassis' datapath type (see the neutron recipe's patch).
-pub const NEUTRON_READS_FROM_EXTERNAL_IDS: &[&str] =
-    &["ovn-cms-options", "ovn-bridge-mappings", "datapath-type"];
 
 /// The rows of a southbound table, each cell a JSON value as ovn-sbctl's
 /// `--format=json` gives it.
@@ -103,7 +97,7 @@ fn sb_list(runner: &dyn Runner, table: &str, columns: &str) -> Result<Vec<Vec<Va
 }
 
 /// `{"data": [[cell, …], …], "headings": […]}` as rows of cells.
-fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
+pub(super) fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
     let v: Value = serde_json::from_str(text)?;
     Ok(v["data"]
         .as_array()
@@ -114,49 +108,13 @@ fn parse_rows(text: &str) -> Result<Vec<Vec<Value>>> {
 }
 
 /// An OVSDB map cell, `["map", [[key, value], …]]`.
-fn map_cell(v: &Value) -> BTreeMap<String, String> {
+pub(super) fn map_cell(v: &Value) -> BTreeMap<String, String> {
     v.get(1)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|kv| Some((kv[0].as_str()?.to_string(), kv[1].as_str()?.to_string())))
         .collect()
-}
-
-/// Copy [`NEUTRON_READS_FROM_EXTERNAL_IDS`] from each chassis'
-/// `other_config` to its `external_ids` where they differ. ovn-controller
-/// never writes `external_ids`, and recreates its chassis row when it
-/// restarts, so the join service runs this periodically. Returns the
-/// chassis it updated.
-fn mirror_chassis_options(runner: &dyn Runner) -> Result<Vec<String>> {
-    let rows = sb_list(runner, "Chassis", "name,other_config,external_ids")?;
-    let mut updated = Vec::new();
-    for row in rows {
-        let Some(name) = row.first().and_then(Value::as_str) else {
-            continue;
-        };
-        let (other, external) = (map_cell(&row[1]), map_cell(&row[2]));
-        let sets: Vec<String> = NEUTRON_READS_FROM_EXTERNAL_IDS
-            .iter()
-            .filter_map(|k| {
-                let want = other.get(*k)?;
-                (external.get(*k) != Some(want)).then(|| format!("external_ids:{k}={want:?}"))
-            })
-            .collect();
-        if sets.is_empty() {
-            continue;
-        }
-        runner.run(
-            &Cmd::new(
-                format!("showing chassis {name}'s options to neutron"),
-                "ovn-sbctl",
-            )
-            .args(["--timeout=10", "set", "Chassis", name])
-            .args(sets),
-        )?;
-        updated.push(name.to_string());
-    }
-    Ok(updated)
 }
 
 /// OVN chassis by host name: up when the chassis processed a fresh
@@ -272,32 +230,6 @@ mod tests {
     use crate::host::{CmdOutput, RecordingRunner};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicI64, Ordering};
-
-    #[test]
-    fn options_neutron_cannot_see_are_mirrored_once() {
-        let listing = r#"{"data":[
-            ["edge1",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=edge1"],["ovn-bridge-mappings","physnet1:br-ex"],["iface-types","geneve"],["datapath-type","netdev"]]],["map",[]]],
-            ["cp",["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=central"]]],["map",[["ovn-cms-options","enable-chassis-as-gw,availability-zones=central"]]]]
-        ],"headings":["name","other_config","external_ids"]}"#;
-        let r = RecordingRunner::answering(move |c| {
-            if c.args.contains(&"list".to_string()) {
-                CmdOutput::ok(listing)
-            } else {
-                CmdOutput::ok("")
-            }
-        });
-        assert_eq!(mirror_chassis_options(&r).unwrap(), ["edge1"]);
-        let set = r.calls().pop().unwrap();
-        assert_eq!(
-            set.args[3..],
-            [
-                "edge1",
-                "external_ids:ovn-cms-options=\"enable-chassis-as-gw,availability-zones=edge1\"",
-                "external_ids:ovn-bridge-mappings=\"physnet1:br-ex\"",
-                "external_ids:datapath-type=\"netdev\""
-            ]
-        );
-    }
 
     /// A southbound where edge1 follows every ping and edge2's
     /// ovn-controller stopped at generation 7.
