@@ -1,11 +1,14 @@
 //! The scale harness against a real lab at small N (docs/scale.md): two
 //! carriers, 20 then 50 simulated edge hosts joined through the real join
 //! path, each a real OVN chassis, the first four also a real nova-compute
-//! (nova's fake virt driver). Checked: every host is a node of its site at
-//! the control plane and a chassis of its own in the southbound, the
-//! computes are placed in their site's zone, every chassis and compute
-//! comes back by itself after all links were cut and after the control
-//! plane restarted, a second run joins no one again, and the cost per host
+//! (nova's fake virt driver), the next four a replayed one. Checked: every
+//! host is a node of its site at the control plane and a chassis of its
+//! own in the southbound, with the options neutron reads shown to it, the
+//! computes (real and replayed) are placed in their site's zone, every
+//! chassis and compute comes back by itself after all links were cut and
+//! after the control plane restarted, a second run joins no one again and
+//! switches the real computes to the replayer and back (`--calibrate`),
+//! and the cost per host
 //! stays within a stated margin of a ratio measured in the same run (the
 //! idle control plane's CPU), so a slower machine does not fail it and a
 //! regression does.
@@ -59,7 +62,14 @@ fn lab_scale_small() {
         &dir.path().join("scale"),
         "20,50",
         "2m",
-        &["--storms", "60s", "--fake-computes", "4"],
+        &[
+            "--storms",
+            "60s",
+            "--fake-computes",
+            "4",
+            "--replayed-computes",
+            "4",
+        ],
     );
 
     let steps = report["steps"].as_array().unwrap();
@@ -77,6 +87,10 @@ fn lab_scale_small() {
         .map(|s| s["computes"].as_u64().unwrap())
         .collect();
     assert_eq!(computes, vec![0, 4, 4], "{report}");
+    let replayed: Vec<u64> = (steps.iter())
+        .map(|s| s["replayed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(replayed, vec![0, 4, 4], "{report}");
     // The operator's views were timed at every step with hosts.
     for s in &steps[1..] {
         for view in ["nodeListSeconds", "siteStatusSeconds"] {
@@ -118,15 +132,16 @@ fn lab_scale_small() {
         "{nodes}"
     );
     // The four with a nova-compute (fake virt driver, the edge recipe's
-    // config, the host's own accounts) are placed in their site's zone
-    // and up, with a heartbeat nova recorded.
-    for name in ["s001n01", "s001n04"] {
+    // config, the host's own accounts) and the four replayed ones (the
+    // carrier's replayer, over the same accounts) are placed in their
+    // site's zone and up, with a heartbeat nova recorded.
+    for name in ["s001n01", "s001n04", "s001n05", "s001n08"] {
         let n = sims.iter().find(|n| n["hostname"] == name).unwrap();
         assert_eq!(n["state"], "placed", "{n}");
         assert_eq!(n["compute"], "up", "{n}");
         assert!(n["computeLastReport"].is_string(), "{n}");
     }
-    let n = sims.iter().find(|n| n["hostname"] == "s001n05").unwrap();
+    let n = sims.iter().find(|n| n["hostname"] == "s001n09").unwrap();
     assert_eq!(n["compute"], "missing", "{n}");
     let chassis = lab.exec(&[
         "ovn-sbctl",
@@ -140,6 +155,26 @@ fn lab_scale_small() {
         assert!(
             text.lines().any(|l| l == name),
             "{name} has no chassis:\n{text}"
+        );
+    }
+    // Neutron reads each chassis' site (its zone) from external_ids: the
+    // join service copied it there from what ovn-controller wrote.
+    let shown = lab.exec(&[
+        "ovn-sbctl",
+        "--bare",
+        "--columns=name,external_ids",
+        "list",
+        "Chassis",
+    ]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    for name in ["s001n01", "s003n07", "s005n10"] {
+        let at = lines.iter().position(|l| *l == name);
+        let ids = at.and_then(|i| lines.get(i + 1)).unwrap_or(&"");
+        let zone = format!("availability-zones={}", &name[..4]);
+        assert!(
+            ids.contains(&zone) && ids.contains("ovn-bridge-mappings"),
+            "{name}'s options are not shown to neutron:\n{text}"
         );
     }
     let encaps = lab.exec(&["ovn-sbctl", "--bare", "--columns=ip", "list", "Encap"]);
@@ -169,9 +204,28 @@ fn lab_scale_small() {
     let svg = std::fs::read_to_string(dir.path().join("scale/curve.svg")).unwrap();
     assert!(svg.contains("<polyline"), "{svg}");
 
-    // A second run finds every host joined: nobody joins twice.
-    let again = scale(&lab, &dir.path().join("again"), "50", "10s", &[]);
+    // A second run finds every host joined: nobody joins twice. It
+    // switches the four real computes to the replayer, then off, then
+    // back, each time waiting for nova to hear from them (or not):
+    // the calibration's mechanics (its figures need windows of minutes,
+    // docs/scale.md).
+    let again = scale(
+        &lab,
+        &dir.path().join("again"),
+        "50",
+        "20s",
+        &[
+            "--fake-computes",
+            "4",
+            "--replayed-computes",
+            "4",
+            "--calibrate",
+        ],
+    );
     assert_eq!(again["steps"][1]["joins"]["count"], 0, "{again}");
+    let check = &again["calibration"][0];
+    assert_eq!(check["computes"], 4, "{again}");
+    assert!(check["replayedCpuPercent"].is_f64(), "{again}");
 
     drop(lab);
     assert_nothing_left(dir.path());

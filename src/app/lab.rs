@@ -86,6 +86,8 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
                 report: report.clone(),
                 storms: args.storms,
                 fake_computes: args.fake_computes,
+                replayed_computes: args.replayed_computes,
+                calibrate: args.calibrate,
             })?;
             print!("{}", r.markdown());
             println!("\nThe report is in {}.", report.display());
@@ -100,7 +102,7 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
                     hosts: args.hosts,
                     state: args.state,
                     timeout: std::time::Duration::from_secs(20 * 60),
-                    fake_compute: args.fake_compute,
+                    compute: args.compute,
                 },
             )?;
             println!("{}", serde_json::to_string(&joins)?);

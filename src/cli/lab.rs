@@ -123,9 +123,17 @@ pub struct LabScaleArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub storms: Option<std::time::Duration>,
     /// The first K simulated hosts also run a real nova-compute with nova's fake virt driver
-    /// (about 100 MB of memory each in their carrier)
+    /// (about 135 MB of memory each in their carrier)
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub fake_computes: usize,
+    /// The next M simulated hosts get a replayed compute: their carrier's replayer sends what
+    /// such a nova-compute sends, over each host's own accounts (a few MB each)
+    #[arg(long, value_name = "M", default_value_t = 0)]
+    pub replayed_computes: usize,
+    /// At each step, after its window, replay the fake-driver computes' load instead and
+    /// measure a second window: the replayer's cost per host against the real ones'
+    #[arg(long, requires = "fake_computes")]
+    pub calibrate: bool,
 }
 
 #[derive(Debug, Args)]
@@ -142,9 +150,10 @@ pub struct LabChassisArgs {
     /// Where each host keeps its join state
     #[arg(long, value_name = "DIR", default_value = crate::lab::scale::chassis::DEFAULT_STATE)]
     pub state: PathBuf,
-    /// Each host also runs a nova-compute with nova's fake virt driver
-    #[arg(long)]
-    pub fake_compute: bool,
+    /// Each host's compute load: fake (a nova-compute with nova's fake virt driver),
+    /// replayed (the carrier's compute replayer sends what that nova-compute sends), or off
+    #[arg(long, value_name = "LOAD")]
+    pub compute: Option<crate::lab::scale::ComputeLoad>,
 }
 
 fn parse_sim_host(s: &str) -> Result<(String, std::net::Ipv4Addr), String> {

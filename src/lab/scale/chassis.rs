@@ -9,9 +9,14 @@
 //! as on a real edge, so a second run finds it and joins no one twice.
 //! The controllers run as transient systemd units (`dcn-sim-<name>`),
 //! restarted when they die, at a lower CPU priority than the control
-//! plane's services they load. With `--fake-compute`, each also runs a
-//! nova-compute ([`super::fake_compute`]).
+//! plane's services they load. With `--compute fake`, each also runs a
+//! nova-compute ([`super::fake_compute`]); with `--compute replayed`, the
+//! carrier's compute replayer sends what that nova-compute would
+//! ([`super::compute_replay`]). A host already joined is switched to the
+//! load asked for.
 
+use super::plan::ComputeLoad;
+use super::sim_node::SimNode;
 use crate::bundle::{ReadOptions, VerifiedBundle, read_bundle_file};
 use crate::edge::join::client::JoinClient;
 use crate::edge::join::edge::{NODE_CERT, NODE_KEY, kept, request};
@@ -22,7 +27,7 @@ use crate::recipes::Recipes;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Where each simulated host keeps its join state, by default.
@@ -41,8 +46,8 @@ pub struct ChassisOptions {
     pub state: PathBuf,
     /// How long each join may keep trying.
     pub timeout: Duration,
-    /// Each host also runs a nova-compute with nova's fake virt driver.
-    pub fake_compute: bool,
+    /// Each host's compute load, if any.
+    pub compute: Option<ComputeLoad>,
 }
 
 /// One simulated host's join, as the harness reports it.
@@ -76,7 +81,7 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
         &FileSpec::public(),
     )?;
     crate::edge::join::edge::write_hosts(&files, &bundle)?;
-    if opts.fake_compute {
+    if opts.compute.is_some() {
         // Where nova-compute's rendered config reads the control plane's CA.
         files.write(
             crate::paths::PUBLIC_CA,
@@ -94,10 +99,22 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
                 let (bundle, runner) = (&bundle, &runner);
                 scope.spawn(move || {
                     let join = join_one(recipes, opts, bundle, name, *address)?;
-                    start(recipes, runner, bundle, name, *address, &opts.state)?;
-                    if opts.fake_compute {
-                        let root = opts.state.join(name);
-                        super::fake_compute::start(recipes, runner, bundle, name, *address, &root)?;
+                    let node = SimNode {
+                        recipes,
+                        bundle,
+                        name,
+                        address: *address,
+                        state: &opts.state,
+                    };
+                    start(runner, &node)?;
+                    match opts.compute {
+                        Some(ComputeLoad::Fake) => super::fake_compute::start(runner, &node)?,
+                        Some(ComputeLoad::Replayed) => super::compute_replay::start(runner, &node)?,
+                        Some(ComputeLoad::Off) => {
+                            super::fake_compute::stop(runner, name)?;
+                            super::compute_replay::unmark(&node.root())?;
+                        }
+                        None => {}
                     }
                     Ok(join)
                 })
@@ -236,15 +253,9 @@ fn unit(name: &str) -> String {
 
 /// Set the chassis' switch settings and bridges, then start its
 /// controller (unless it runs).
-fn start(
-    recipes: &Recipes,
-    runner: &dyn Runner,
-    bundle: &VerifiedBundle,
-    name: &str,
-    address: Ipv4Addr,
-    state: &Path,
-) -> Result<()> {
-    let role = recipes.role(crate::recipes::catalogue::EDGE_ROLE)?;
+fn start(runner: &dyn Runner, node: &SimNode) -> Result<()> {
+    let (bundle, name, address) = (node.bundle, node.name, node.address);
+    let role = node.recipes.role(crate::recipes::catalogue::EDGE_ROLE)?;
     let southbound = (bundle.manifest.control_plane.exports.get("ovnSouthbound"))
         .context("the bundle exports no ovnSouthbound; export a new bundle with this dcn")?;
     let site = bundle.manifest.site.as_str();
@@ -275,8 +286,8 @@ fn start(
     if super::carrier::runs(runner, &unit)? {
         return Ok(());
     }
-    let node = state.join(name);
-    let path = |p: &str| node.join(p.trim_start_matches('/')).display().to_string();
+    let root = node.root();
+    let path = |p: &str| root.join(p.trim_start_matches('/')).display().to_string();
     runner.run(
         &Cmd::new(
             format!("starting chassis {name}'s ovn-controller"),
@@ -290,7 +301,7 @@ fn start(
         .args(["--property=Restart=always", "--property=RestartSec=2"])
         .args(["ovn-controller", "-n", name])
         .args(["-p", &path(NODE_KEY), "-c", &path(NODE_CERT), "-C"])
-        .arg(state.join(CA_FILE).display().to_string())
+        .arg(node.state.join(CA_FILE).display().to_string())
         .args([
             format!("--pidfile=/run/ovn/{unit}.pid"),
             format!("--log-file=/var/log/ovn/{unit}.log"),

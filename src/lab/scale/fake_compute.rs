@@ -10,17 +10,18 @@
 //! unit (`dcn-sim-nova-<name>`) at a lower CPU priority, with its config
 //! and state under the host's state directory.
 
-use crate::bundle::VerifiedBundle;
+use super::sim_node::SimNode;
 use crate::edge::join::edge::kept;
 use crate::host::command::{Cmd, Runner};
 use crate::host::{FileSpec, Files};
-use crate::recipes::Recipes;
 use anyhow::{Context, Result};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::path::Path;
 
-/// The nova-compute recipe's config files all live here.
+/// The nova-compute recipe's config files all live here…
 const NOVA_DIR: &str = "/etc/nova";
+/// …and nova-compute reads its drop-ins from here.
+const DROP_INS: &str = "/etc/nova/nova-compute.conf.d";
 
 /// Read by nova-compute after the recipe's drop-ins: the one change a
 /// simulated host makes to a real edge's config. The fake driver's
@@ -44,26 +45,21 @@ pub fn unit(name: &str) -> String {
     format!("dcn-sim-nova-{name}")
 }
 
-/// Render the host's nova-compute config under its state directory and
-/// start its nova-compute (unless it runs). The host must have joined.
-pub fn start(
-    recipes: &Recipes,
-    runner: &dyn Runner,
-    bundle: &VerifiedBundle,
-    name: &str,
-    address: Ipv4Addr,
-    node_root: &Path,
-) -> Result<()> {
-    let node = Files::new(node_root, false);
-    let creds = kept(recipes, &node)?
+/// Render the host's nova-compute config under its state directory, as
+/// its real one would read it (the edge role's recipe with the host's own
+/// credentials from its join), with the fake driver's drop-in. The host
+/// must have joined.
+pub fn render(node: &SimNode) -> Result<()> {
+    let (recipes, name, node_root) = (node.recipes, node.name, &node.root());
+    let creds = kept(recipes, &Files::new(node_root, false))?
         .with_context(|| format!("{name} has no kept join credentials; join it first"))?;
     let facts = crate::host::facts::HostFacts::detect(Path::new("/"));
     let values = crate::edge::join::edge::compute_values(
         recipes,
-        &bundle.manifest,
+        &node.bundle.manifest,
         &creds,
         name,
-        IpAddr::V4(address),
+        IpAddr::V4(node.address),
         &facts,
     )?;
     // Written through the carrier's root: owners are the carrier's users.
@@ -75,13 +71,21 @@ pub fn start(
             carrier.write(under(&file.path), file.contents.as_bytes(), &file.spec)?;
         }
     }
-    let drop_ins = format!("{NOVA_DIR}/nova-compute.conf.d");
     carrier.write(
-        under(&format!("{drop_ins}/95-dcn-lab-fake.conf")),
+        under(&format!("{DROP_INS}/95-dcn-lab-fake.conf")),
         fake_driver_drop_in(node_root).as_bytes(),
         &FileSpec::public(),
     )?;
     carrier.ensure_dir(under("/var/lib/nova/tmp"), &FileSpec::private_dir())?;
+    Ok(())
+}
+
+/// Start the host's real nova-compute (unless it runs), its config
+/// rendered first; a replayed compute of the host is stopped.
+pub fn start(runner: &dyn Runner, node: &SimNode) -> Result<()> {
+    render(node)?;
+    let (name, node_root) = (node.name, &node.root());
+    super::compute_replay::unmark(node_root)?;
     let unit = unit(name);
     if super::carrier::runs(runner, &unit)? {
         return Ok(());
@@ -102,9 +106,22 @@ pub fn start(
             .args(["--property=Restart=always", "--property=RestartSec=5"])
             .args(["nova-compute", "--config-file"])
             .arg(path(&format!("{NOVA_DIR}/nova.conf")))
-            .args(["--config-dir", &path(&drop_ins)])
+            .args(["--config-dir", &path(DROP_INS)])
             .arg(format!("--log-file=/var/log/nova/{unit}.log")),
     )?;
+    Ok(())
+}
+
+/// Stop the host's real nova-compute, if it runs.
+pub fn stop(runner: &dyn Runner, name: &str) -> Result<()> {
+    let unit = unit(name);
+    if super::carrier::runs(runner, &unit)? {
+        runner.run(
+            &Cmd::new(format!("stopping {name}'s nova-compute"), "systemctl")
+                .args(["stop", &unit])
+                .timeout(std::time::Duration::from_secs(120)),
+        )?;
+    }
     Ok(())
 }
 

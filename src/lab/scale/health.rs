@@ -45,10 +45,12 @@ pub fn silent_computes(
     let reports = compute_reports(&list);
     // Nova keeps whole seconds and more; the view gives whole seconds.
     let since = crate::timefmt::unix_seconds(since);
-    Ok((hosts.iter().filter(|h| h.compute))
-        .filter(|h| !reported_since(&reports, &h.name, since))
-        .map(|h| h.name.clone())
-        .collect())
+    Ok((hosts
+        .iter()
+        .filter(|h| h.compute.is_some_and(|c| c.reports())))
+    .filter(|h| !reported_since(&reports, &h.name, since))
+    .map(|h| h.name.clone())
+    .collect())
 }
 
 type Reports<'a> = BTreeMap<&'a str, (PlaneState, Option<i64>)>;

@@ -25,12 +25,15 @@ impl ScaleReport {
             self.window_seconds,
             self.settle_seconds
         );
-        out.push_str("| hosts | of them with a nova-compute | control plane CPU (% of a core) | PSS (GB) | TCP connections | joins | join median / p95 / max (s) | all up (s) | node list / site status (s) |\n|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("| hosts | of them with a nova-compute (replayed) | control plane CPU (% of a core) | PSS (GB) | TCP connections | joins | join median / p95 / max (s) | all up (s) | node list / site status (s) |\n|---|---|---|---|---|---|---|---|---|\n");
         for s in &self.steps {
             out.push_str(&format!(
                 "| {} | {} | {:.2} | {:.2} | {} | {} | {:.1} / {:.1} / {:.1} | {:.1} | {:.2} / {:.2} |\n",
                 s.hosts,
-                s.computes,
+                match s.replayed {
+                    0 => s.computes.to_string(),
+                    r => format!("{} ({r})", s.computes + r),
+                },
                 s.cpu_percent,
                 s.pss_bytes as f64 / 1e9,
                 s.tcp_connections,
@@ -46,6 +49,7 @@ impl ScaleReport {
         if let Some(f) = &self.fit {
             out.push_str(&self.fit_markdown(f));
         }
+        out.push_str(&super::calibration::markdown(&self.calibration));
         if let Some(st) = &self.storms {
             out.push_str(&storms_markdown(st));
         }

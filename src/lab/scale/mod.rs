@@ -10,10 +10,16 @@
 //! plane settle, and measures a window: CPU, PSS and TCP connections of
 //! every control-plane unit ([`sample`]). The report ([`report`]) fits the
 //! cost per host and draws the curve; [`markdown`] writes it for people.
-//! With `--storms`, the run ends with the reconnect storms ([`storm`]).
+//! A host's compute load is a real fake-driver nova-compute
+//! ([`fake_compute`]) or the carrier's replayer ([`compute_replay`]); with
+//! `--calibrate`, each step measures a second window with the real ones'
+//! load replayed, to show what the replayer's figures are worth. With
+//! `--storms`, the run ends with the reconnect storms ([`storm`]).
 
+mod calibration;
 mod carrier;
 pub mod chassis;
+mod compute_replay;
 mod curve;
 mod fake_compute;
 mod health;
@@ -21,8 +27,10 @@ mod markdown;
 mod plan;
 mod report;
 mod sample;
+mod sim_node;
 pub(crate) mod storm;
 
+pub use plan::ComputeLoad;
 pub use report::{ScaleReport, Step, Views};
 
 use super::nsenter::ContainerRunner;
@@ -54,8 +62,13 @@ pub struct ScaleOptions {
     /// this long.
     pub storms: Option<Duration>,
     /// The first this many simulated hosts also run a nova-compute with
-    /// nova's fake virt driver.
+    /// nova's fake virt driver…
     pub fake_computes: usize,
+    /// …and the next this many a replayed one.
+    pub replayed_computes: usize,
+    /// After each step's window, a second one with the fake-driver
+    /// computes' load replayed.
+    pub calibrate: bool,
 }
 
 /// Parse `--hosts 10,100,300`.
@@ -73,11 +86,14 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
     let cp_init = cp.init_pid.context("the control plane is not running")?;
     let carriers = carriers(&state)?;
     let largest = *opts.steps.last().context("no fleet size given")?;
+    if opts.calibrate && opts.fake_computes == 0 {
+        bail!("--calibrate compares the replayer with real nova-computes: give --fake-computes K");
+    }
     let layout = plan::layout(
         largest,
         opts.per_site,
         opts.per_carrier,
-        opts.fake_computes,
+        (opts.fake_computes, opts.replayed_computes),
         &carriers,
     )?;
     let harness = Harness {
@@ -92,15 +108,14 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         "measuring the idle control plane for {}",
         humantime::format_duration(opts.window)
     );
-    report
-        .steps
-        .push(harness.measure(0, Vec::new(), 0.0, None)?);
+    report.push(harness.measure(0, Vec::new(), 0.0, None)?);
     report.write(&files, &opts.report)?;
     let mut joined = 0;
+    let mut pins = BTreeMap::new();
     for &n in &opts.steps {
         let new = &layout[joined..n];
         tracing::info!("growing the fleet from {joined} to {n} simulated edge hosts");
-        let pins = harness.export_sites(new)?;
+        pins.append(&mut harness.export_sites(new)?);
         let joined_at = SystemTime::now();
         let joins = harness.add(new, &pins)?;
         let started = Instant::now();
@@ -110,8 +125,18 @@ pub fn run(opts: &ScaleOptions) -> Result<ScaleReport> {
         std::thread::sleep(opts.settle);
         let first_site = layout.first().map(|h| h.site.as_str());
         let mut step = harness.measure(n, joins, up, first_site)?;
-        step.computes = layout[..n].iter().filter(|h| h.compute).count();
-        report.steps.push(step);
+        let count = |load| {
+            layout[..n]
+                .iter()
+                .filter(|h| h.compute == Some(load))
+                .count()
+        };
+        step.computes = count(ComputeLoad::Fake);
+        step.replayed = count(ComputeLoad::Replayed);
+        if opts.calibrate {
+            step.calibration = Some(harness.calibrate(&layout[..n], &pins)?);
+        }
+        report.push(step);
         report.write(&files, &opts.report)?;
         joined = n;
     }
@@ -175,7 +200,8 @@ impl Harness<'_> {
         hosts: &[SimHost],
         pins: &BTreeMap<String, String>,
     ) -> Result<Vec<chassis::ChassisJoin>> {
-        let mut by_carrier: BTreeMap<(&str, &str, bool), Vec<&SimHost>> = BTreeMap::new();
+        let mut by_carrier: BTreeMap<(&str, &str, Option<ComputeLoad>), Vec<&SimHost>> =
+            BTreeMap::new();
         for h in hosts {
             by_carrier
                 .entry((h.carrier.as_str(), h.site.as_str(), h.compute))
@@ -251,8 +277,9 @@ impl Harness<'_> {
         for h in hosts {
             cmd = cmd.args(["--host", &format!("{}={}", h.name, h.address)]);
         }
-        if hosts.iter().any(|h| h.compute) {
-            cmd = cmd.arg("--fake-compute");
+        // A carrier's hosts are grouped by their load (`add`).
+        if let Some(load) = hosts.first().and_then(|h| h.compute) {
+            cmd = cmd.args(["--compute", load.name()]);
         }
         let out = runner.run(&cmd)?;
         serde_json::from_str(&out.stdout)
@@ -278,7 +305,10 @@ impl Harness<'_> {
                     }
                     Err(e) => return Err(e),
                 };
-            let computes = match hosts.iter().any(|h| h.compute) {
+            let computes = match hosts
+                .iter()
+                .any(|h| h.compute.is_some_and(ComputeLoad::reports))
+            {
                 true => health::silent_computes(&self.cp_runner, hosts, since)?,
                 false => Vec::new(),
             };
@@ -304,6 +334,47 @@ impl Harness<'_> {
             );
             std::thread::sleep(Duration::from_secs(5));
         }
+    }
+
+    /// `--calibrate`: the fake-driver computes of `hosts` switched to the
+    /// replayer (the same hosts, services, compute nodes and resource
+    /// providers) and a window measured once every one reports again; then
+    /// stopped, and a window without compute load; then switched back.
+    fn calibrate(
+        &self,
+        hosts: &[SimHost],
+        pins: &BTreeMap<String, String>,
+    ) -> Result<calibration::Calibration> {
+        let with_load = |load| -> Vec<SimHost> {
+            (hosts.iter())
+                .filter(|h| h.compute == Some(ComputeLoad::Fake))
+                .map(|h| SimHost {
+                    compute: Some(load),
+                    ..h.clone()
+                })
+                .collect()
+        };
+        let switch = |load| -> Result<()> {
+            let switched = with_load(load);
+            let at = SystemTime::now();
+            self.add(&switched, pins)?;
+            self.wait_up(&switched, at)
+        };
+        let computes = with_load(ComputeLoad::Fake).len();
+        tracing::info!("  calibrating: the {computes} fake-driver computes' load replayed");
+        switch(ComputeLoad::Replayed)?;
+        std::thread::sleep(self.opts.settle);
+        let replayed = self.measure(hosts.len(), Vec::new(), 0.0, None)?.into();
+        tracing::info!("  calibrating: no compute load");
+        switch(ComputeLoad::Off)?;
+        std::thread::sleep(self.opts.settle);
+        let without = self.measure(hosts.len(), Vec::new(), 0.0, None)?.into();
+        switch(ComputeLoad::Fake)?;
+        Ok(calibration::Calibration {
+            computes,
+            replayed,
+            without,
+        })
     }
 
     /// One window of the control plane at `hosts` simulated hosts.

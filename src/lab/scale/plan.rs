@@ -27,18 +27,60 @@ pub struct SimHost {
     pub carrier: String,
     /// Its address on the carrier's subnet: its tunnel endpoint.
     pub address: Ipv4Addr,
-    /// It also runs a nova-compute (nova's fake virt driver).
-    pub compute: bool,
+    /// Its compute load, if it has one.
+    pub compute: Option<ComputeLoad>,
+}
+
+/// What sends a simulated host's compute load to the control plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ComputeLoad {
+    /// A real nova-compute with nova's fake virt driver.
+    Fake,
+    /// The carrier's compute replayer, which sends what that nova-compute
+    /// sends (`super::compute_replay`).
+    Replayed,
+    /// Neither (a host switched off for `--calibrate`'s window without
+    /// compute load).
+    Off,
+}
+
+impl ComputeLoad {
+    /// Its name on `dcn lab chassis --compute`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeLoad::Fake => "fake",
+            ComputeLoad::Replayed => "replayed",
+            ComputeLoad::Off => "off",
+        }
+    }
+
+    /// Whether nova hears from the host's compute.
+    pub fn reports(self) -> bool {
+        self != ComputeLoad::Off
+    }
+}
+
+impl std::str::FromStr for ComputeLoad {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ComputeLoad, String> {
+        match s {
+            "fake" => Ok(ComputeLoad::Fake),
+            "replayed" => Ok(ComputeLoad::Replayed),
+            "off" => Ok(ComputeLoad::Off),
+            _ => Err(format!("{s:?}: give fake, replayed or off")),
+        }
+    }
 }
 
 /// The layout of `hosts` simulated hosts: `per_site` per site, up to
 /// `per_carrier` in each of `carriers` (lab containers on their own /24,
-/// the address of each given), the first `computes` with a nova-compute.
+/// the address of each given), the first `fake` with a nova-compute of
+/// their own, the next `replayed` with a replayed one.
 pub fn layout(
     hosts: usize,
     per_site: usize,
     per_carrier: usize,
-    computes: usize,
+    (fake, replayed): (usize, usize),
     carriers: &[(String, Ipv4Addr)],
 ) -> Result<Vec<SimHost>> {
     if per_site == 0 || per_carrier == 0 || per_carrier > MAX_PER_CARRIER {
@@ -64,7 +106,11 @@ pub fn layout(
                 site: format!("s{site:03}"),
                 carrier: carrier.clone(),
                 address: Ipv4Addr::new(a, b, c, octet as u8),
-                compute: i < computes,
+                compute: match i {
+                    i if i < fake => Some(ComputeLoad::Fake),
+                    i if i < fake + replayed => Some(ComputeLoad::Replayed),
+                    _ => None,
+                },
             })
         })
         .collect()
@@ -97,7 +143,7 @@ mod tests {
 
     #[test]
     fn hosts_fill_sites_and_carriers_in_order() {
-        let l = layout(25, 10, 12, 11, &carriers(3)).unwrap();
+        let l = layout(25, 10, 12, (11, 3), &carriers(3)).unwrap();
         assert_eq!(l.len(), 25);
         assert_eq!(
             (l[0].name.as_str(), l[0].site.as_str()),
@@ -113,7 +159,18 @@ mod tests {
         assert_eq!(l[0].address, Ipv4Addr::new(10, 240, 1, 20));
         assert_eq!(l[12].address, Ipv4Addr::new(10, 240, 2, 20));
         assert_eq!(l[24].address, Ipv4Addr::new(10, 240, 3, 20));
-        assert!(l[10].compute && !l[11].compute, "the first 11 compute");
+        assert_eq!(
+            l[10].compute,
+            Some(ComputeLoad::Fake),
+            "the first 11 compute"
+        );
+        assert_eq!(
+            l[11].compute,
+            Some(ComputeLoad::Replayed),
+            "the next 3 replayed"
+        );
+        assert_eq!(l[13].compute, Some(ComputeLoad::Replayed));
+        assert_eq!(l[14].compute, None, "the rest chassis only");
         let mut addresses: Vec<_> = l.iter().map(|h| h.address).collect();
         addresses.dedup();
         assert_eq!(addresses.len(), 25, "every host its own tunnel endpoint");
@@ -121,10 +178,12 @@ mod tests {
 
     #[test]
     fn too_many_hosts_for_the_carriers_says_how_many_are_needed() {
-        let e = layout(61, 10, 30, 0, &carriers(2)).unwrap_err().to_string();
+        let e = layout(61, 10, 30, (0, 0), &carriers(2))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("need 3 carrier containers"), "{e}");
         assert!(e.contains("--spare 3"), "{e}");
-        assert!(layout(10, 10, 31, 0, &carriers(1)).is_err());
+        assert!(layout(10, 10, 31, (0, 0), &carriers(1)).is_err());
     }
 
     #[test]
@@ -133,5 +192,18 @@ mod tests {
         assert!(steps("10,10").is_err());
         assert!(steps("0").is_err());
         assert!(steps("ten").unwrap_err().to_string().contains("\"ten\""));
+    }
+
+    #[test]
+    fn a_compute_load_is_named_as_the_carrier_is_told() {
+        for load in [ComputeLoad::Fake, ComputeLoad::Replayed, ComputeLoad::Off] {
+            assert_eq!(load.name().parse::<ComputeLoad>(), Ok(load));
+        }
+        assert!(
+            "real"
+                .parse::<ComputeLoad>()
+                .unwrap_err()
+                .contains("fake, replayed or off")
+        );
     }
 }

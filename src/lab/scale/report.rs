@@ -42,6 +42,9 @@ pub struct ScaleReport {
     pub fit: Option<Fit>,
     /// The reconnect storms at the last step's size, when asked for.
     pub storms: Option<super::storm::Storms>,
+    /// With `--calibrate`: the replayer against the real nova-computes,
+    /// step by step.
+    pub calibration: Vec<super::calibration::Check>,
 }
 
 /// What the run ran on.
@@ -59,8 +62,10 @@ pub struct Machine {
 #[serde(rename_all = "camelCase")]
 pub struct Step {
     pub hosts: usize,
-    /// How many of them run a nova-compute (nova's fake virt driver).
+    /// How many of them run a nova-compute (nova's fake virt driver)…
     pub computes: usize,
+    /// …and how many a replayed one.
+    pub replayed: usize,
     pub window_seconds: f64,
     /// The whole control plane, in percent of one core.
     pub cpu_percent: f64,
@@ -74,6 +79,10 @@ pub struct Step {
     pub chassis_up_seconds: f64,
     /// The operator's views of the fleet, timed after the window.
     pub views: Views,
+    /// With `--calibrate`: the same hosts with their computes' load
+    /// replayed, and without compute load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<super::calibration::Calibration>,
 }
 
 /// How long the operator's views of the fleet take on the control plane
@@ -148,6 +157,7 @@ impl Step {
         Step {
             hosts,
             computes: 0,
+            replayed: 0,
             window_seconds: window.as_secs_f64(),
             cpu_percent: units.values().map(|u| u.cpu_percent).sum(),
             pss_bytes: units.values().map(|u| u.pss_bytes).sum(),
@@ -156,6 +166,7 @@ impl Step {
             joins: JoinFigures::of(&joins),
             chassis_up_seconds,
             views: Views::default(),
+            calibration: None,
         }
     }
 }
@@ -202,7 +213,14 @@ impl ScaleReport {
             steps: Vec::new(),
             fit: None,
             storms: None,
+            calibration: Vec::new(),
         }
+    }
+
+    /// Add a measured step (its calibration compared).
+    pub fn push(&mut self, step: Step) {
+        self.steps.push(step);
+        self.calibration = super::calibration::checks(&self.steps);
     }
 
     /// Fit the cost per host over the steps, by unit and in total.
@@ -298,6 +316,7 @@ pub(super) mod tests {
             steps,
             fit: None,
             storms: None,
+            calibration: Vec::new(),
         }
     }
 

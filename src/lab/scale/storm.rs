@@ -148,7 +148,7 @@ impl StormLab<'_> {
         let before = Snapshot::take(cp_init);
         let (since, started) = (SystemTime::now(), Instant::now());
         let runner = ContainerRunner::new(cp_init);
-        let with_compute = self.hosts.iter().any(|h| h.compute);
+        let with_compute = (self.hosts.iter()).any(|h| h.compute.is_some_and(|c| c.reports()));
         let (mut chassis_up, mut computes_up) = (None, (!with_compute).then_some(0.0));
         while chassis_up.is_none() || computes_up.is_none() {
             // While the control plane starts, its southbound and APIs may
