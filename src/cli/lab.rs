@@ -130,8 +130,9 @@ pub struct LabScaleArgs {
     /// such a nova-compute sends, over each host's own accounts (a few MB each)
     #[arg(long, value_name = "M", default_value_t = 0)]
     pub replayed_computes: usize,
-    /// At each step, after its window, replay the fake-driver computes' load instead and
-    /// measure a second window: the replayer's cost per host against the real ones'
+    /// At each step, after its window, measure the same hosts with the fake-driver computes'
+    /// load replayed, without compute load, and with those computes again: the replayer's cost
+    /// per host against the real ones'
     #[arg(long, requires = "fake_computes")]
     pub calibrate: bool,
 }

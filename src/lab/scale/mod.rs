@@ -339,7 +339,8 @@ impl Harness<'_> {
     /// `--calibrate`: the fake-driver computes of `hosts` switched to the
     /// replayer (the same hosts, services, compute nodes and resource
     /// providers) and a window measured once every one reports again; then
-    /// stopped, and a window without compute load; then switched back.
+    /// stopped, and a window without compute load; then switched back,
+    /// and a window of the real ones (`calibration`: why not the step's).
     fn calibrate(
         &self,
         hosts: &[SimHost],
@@ -369,11 +370,15 @@ impl Harness<'_> {
         switch(ComputeLoad::Off)?;
         std::thread::sleep(self.opts.settle);
         let without = self.measure(hosts.len(), Vec::new(), 0.0, None)?.into();
+        tracing::info!("  calibrating: the fake-driver computes again");
         switch(ComputeLoad::Fake)?;
+        std::thread::sleep(self.opts.settle);
+        let real = self.measure(hosts.len(), Vec::new(), 0.0, None)?.into();
         Ok(calibration::Calibration {
             computes,
             replayed,
             without,
+            real,
         })
     }
 
