@@ -31,10 +31,10 @@
 # config. As root with CI=true or DCN_LAB_E2E=1, when the scale harness or
 # what it measures changed in the last commit (or with DCN_LAB_SCALE=1),
 # the harness at small N: 20 then 50 simulated edge hosts with real OVN
-# chassis, four with a real nova-compute, then the reconnect storms
-# (tests/lab_scale.rs, about 18 minutes). Every cut point of a deploy, one after the other, is
-# `DCN_EDGE_ISO=… cargo test --test power_cut_e2e -- --ignored` (about 30
-# minutes, not in CI).
+# chassis, four with a real nova-compute and four with a replayed one, then
+# the reconnect storms (tests/lab_scale.rs, about 21 minutes). Every cut
+# point of a deploy, one after the other, is `DCN_EDGE_ISO=… cargo test
+# --test power_cut_e2e -- --ignored` (about 30 minutes, not in CI).
 # DCN_IMAGE_E2E=0 skips them. In CI, DCN_LAB_CONTROL_PLANE=1 and
 # DCN_LAB_EDGES=1 run lab_e2e and lab_edges whatever the last commit
 # touched (0 skips them).
@@ -205,7 +205,8 @@ image_e2e_wanted() { chain_wanted DCN_IMAGE_E2E no "${EDGE_CHAIN_PATHS[@]}"; }
 
 # The scale harness at small N (tests/lab_scale.rs: a lab with two carriers,
 # 20 then 50 simulated edge hosts, then every link cut at once and the
-# control plane restarted: about 22 minutes) runs when the harness
+# control plane restarted, then a second run that joins no one again and
+# calibrates its computes: about 21 minutes) runs when the harness
 # or what it measures most directly changed in the last commit (the join
 # service's rounds, the southbound's client), or when asked for.
 SCALE_PATHS=(src/lab/scale tests/lab_scale.rs src/centre/serve src/openstack/southbound)
