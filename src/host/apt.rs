@@ -3,6 +3,12 @@
 //! answers, and installs that start no service (`policy-rc.d` exits 101, so
 //! nothing runs before dcn has configured it).
 
+mod changes;
+pub mod installed;
+
+pub use changes::PackageChange;
+pub use installed::InstalledSet;
+
 use super::command::{Cmd, Runner};
 use super::files::{FileSpec, Files};
 use crate::secrets::Secret;
@@ -172,6 +178,35 @@ impl<'a> Apt<'a> {
             "upgrading the installed packages".into(),
             vec!["--no-install-recommends".into(), "dist-upgrade".into()],
         )
+    }
+
+    /// What installing `missing` and upgrading everything else would
+    /// change, from apt's simulation against the lists it has (read-only;
+    /// [`Self::update`] refreshes them).
+    pub fn planned_changes(&self, missing: &[String]) -> Result<Vec<PackageChange>> {
+        let simulate = |what: &str, args: Vec<String>| -> Result<Vec<PackageChange>> {
+            let out = self.runner.run(
+                &Cmd::new(what, "apt-get")
+                    .args(self.source_options())
+                    .args(["-q", "-s", "--no-install-recommends"])
+                    .args(args)
+                    .read_only()
+                    .timeout(Duration::from_secs(300)),
+            )?;
+            Ok(changes::parse_simulation(&out.stdout))
+        };
+        let mut all = simulate(
+            "asking apt what an upgrade would change",
+            vec!["dist-upgrade".into()],
+        )?;
+        if !missing.is_empty() {
+            let mut args = vec!["install".to_string()];
+            args.extend(missing.iter().cloned());
+            all.extend(simulate("asking apt what installing would change", args)?);
+        }
+        all.sort_by(|a, b| a.package.cmp(&b.package));
+        all.dedup_by(|a, b| a.package == b.package);
+        Ok(all)
     }
 
     /// Remove `packages` with their config, then what nothing needs any more

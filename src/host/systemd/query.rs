@@ -135,6 +135,28 @@ impl Systemd<'_> {
         Ok((active, sub))
     }
 
+    /// When the unit last began to start (`InactiveExitTimestamp`, to the
+    /// microsecond), or `None` when it never has since systemd started:
+    /// what its processes run was on the disk then (read-only).
+    pub fn started_at(&self, unit: &str) -> Result<Option<std::time::SystemTime>> {
+        let out = self.runner.run(
+            &self
+                .cmd(
+                    format!("reading when {unit} started"),
+                    &[
+                        "show",
+                        "--property=InactiveExitTimestamp",
+                        "--timestamp=us+utc",
+                        "--value",
+                        unit,
+                    ],
+                    DEFAULT_TIMEOUT,
+                )
+                .read_only(),
+        )?;
+        parse_us_utc(out.stdout.trim())
+    }
+
     /// The last lines of the unit's journal.
     pub fn journal_tail(&self, unit: &str, lines: usize) -> String {
         self.runner
@@ -189,5 +211,37 @@ impl Systemd<'_> {
                 .unchecked(),
         )?;
         Ok(out.stdout.trim().to_string())
+    }
+}
+
+/// systemd's `--timestamp=us+utc` text (`Fri 2026-12-04 22:40:01.123456
+/// UTC`); empty or `n/a` is never.
+fn parse_us_utc(text: &str) -> Result<Option<std::time::SystemTime>> {
+    if text.is_empty() || text == "n/a" {
+        return Ok(None);
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let [_, date, time, "UTC"] = words[..] else {
+        anyhow::bail!(
+            "{text:?} is not a systemd UTC timestamp like `Fri 2026-12-04 22:40:01.123456 UTC`"
+        );
+    };
+    crate::timefmt::parse_rfc3339(&format!("{date}T{time}Z")).map(Some)
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::parse_us_utc;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn microsecond_utc_timestamps_are_read() {
+        let t = parse_us_utc("Fri 2026-12-04 22:40:01.123456 UTC")
+            .unwrap()
+            .unwrap();
+        let want = SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_424_001_123_456);
+        assert_eq!(t, want);
+        assert_eq!(parse_us_utc("").unwrap(), None);
+        assert!(parse_us_utc("Fri 2026-12-04 22:40:01 CET").is_err());
     }
 }
