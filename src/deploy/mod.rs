@@ -42,6 +42,12 @@ impl Plan {
 
     /// Install every package of the services (nothing starts).
     pub fn packages_phase(&self) -> Phase<'static> {
+        self.packages_phase_for(false)
+    }
+
+    /// [`Self::packages_phase`], or with `upgrade` also every installed
+    /// package brought to the source's version (`dcn upgrade`).
+    pub fn packages_phase_for(&self, upgrade: bool) -> Phase<'static> {
         let services = self.service_recipes();
         let mut packages: Vec<String> = services.iter().flat_map(|s| s.packages.clone()).collect();
         packages.sort();
@@ -53,6 +59,7 @@ impl Plan {
                 packages,
                 debconf,
                 source: self.source.clone(),
+                upgrade,
             })],
         }
     }
@@ -107,7 +114,7 @@ impl Plan {
             }
             for cmd in s.setup.iter().filter(|c| !c.after_start) {
                 if let Some(step) = Setup::new(&s.service, cmd, &self.values)? {
-                    steps.push(Box::new(step));
+                    steps.push(Box::new(step.of_packages(&s.packages)));
                 }
             }
             if let Some(d) = DisableUnits::new(s) {
@@ -118,7 +125,7 @@ impl Plan {
             }
             for cmd in s.setup.iter().filter(|c| c.after_start) {
                 if let Some(step) = Setup::new(&s.service, cmd, &self.values)? {
-                    steps.push(Box::new(step));
+                    steps.push(Box::new(step.of_packages(&s.packages)));
                 }
             }
             if !s.health.is_empty() {

@@ -1,5 +1,6 @@
 //! The packages step: point apt at the configured source, answer debconf,
-//! install what is missing with nothing started.
+//! install what is missing with nothing started; in an upgrade, also bring
+//! every installed package to the source's version.
 
 use crate::engine::{Context, Step};
 use crate::host::apt::{Apt, DebconfAnswer};
@@ -12,6 +13,8 @@ pub struct Packages {
     /// `package question type value` lines.
     pub debconf: Vec<String>,
     pub source: PackageSource,
+    /// `dcn upgrade`: done only when the source has nothing newer either.
+    pub upgrade: bool,
 }
 
 impl Packages {
@@ -26,18 +29,32 @@ impl Packages {
 
 impl Step for Packages {
     fn name(&self) -> String {
-        "packages.install".into()
+        match self.upgrade {
+            false => "packages.install".into(),
+            true => "packages.upgrade".into(),
+        }
     }
 
     fn describe(&self) -> String {
-        format!(
-            "install {} packages and their dependencies (nothing starts)",
-            self.packages.len()
-        )
+        match self.upgrade {
+            false => format!(
+                "install {} packages and their dependencies (nothing starts)",
+                self.packages.len()
+            ),
+            true => format!(
+                "install what {} packages need and upgrade every package to its version in the source (nothing restarts yet)",
+                self.packages.len()
+            ),
+        }
     }
 
     fn is_done(&self, ctx: &Context) -> Result<bool> {
-        Ok(self.apt(ctx).missing(&self.packages)?.is_empty())
+        let apt = self.apt(ctx);
+        let missing = apt.missing(&self.packages)?;
+        if !missing.is_empty() {
+            return Ok(false);
+        }
+        Ok(!self.upgrade || apt.planned_changes(&[])?.is_empty())
     }
 
     fn apply(&self, ctx: &Context) -> Result<()> {
@@ -56,6 +73,9 @@ impl Step for Packages {
         apt.update()?;
         apt.preseed(&answers)?;
         apt.install(&missing, false)?;
+        if self.upgrade {
+            apt.upgrade()?;
+        }
         // dbus' reload was refused by policy-rc.d during the install, so it
         // does not know the bus policies of what was installed (polkit's,
         // which libvirt needs).

@@ -76,6 +76,12 @@ impl Journal {
         self.steps.contains_key(step)
     }
 
+    /// When `step` last finished, if the journal knows.
+    pub fn finished_at(&self, step: &str) -> Option<SystemTime> {
+        let r = self.steps.get(step)?;
+        timefmt::parse_rfc3339(&r.finished_at).ok()
+    }
+
     pub fn record_step(&mut self, step: &str, fingerprint: &str, took: Duration) {
         self.steps.insert(
             step.to_string(),

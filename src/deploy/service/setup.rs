@@ -24,6 +24,10 @@ pub struct Setup {
     check: Option<Check>,
     /// The databases' schema it syncs, when it is a schema sync.
     schema: Option<SchemaSync>,
+    /// The service's packages: a schema sync runs again once one of them
+    /// (or what they depend on) was unpacked after it last ran, since the
+    /// new code may bring migrations.
+    packages: Vec<String>,
 }
 
 /// How a setup command's effect is checked.
@@ -124,6 +128,7 @@ impl Setup {
         Ok(Some(Setup {
             check,
             schema,
+            packages: Vec::new(),
             service: service.into(),
             name: cmd.name.clone(),
             argv,
@@ -133,6 +138,25 @@ impl Setup {
             ok_codes: cmd.ok_codes.clone(),
             attempts: cmd.attempts.max(1),
         }))
+    }
+
+    /// The step for a service whose code comes from `packages`.
+    pub fn of_packages(mut self, packages: &[String]) -> Setup {
+        self.packages = packages.to_vec();
+        self
+    }
+
+    /// Packages of the service dpkg unpacked after this schema sync last
+    /// finished (none for other commands, or when the journal does not
+    /// know when it ran).
+    fn installed_since_sync(&self, ctx: &Context) -> Result<Vec<String>> {
+        let (Some(_), Some(finished)) = (&self.schema, ctx.journal.finished_at(&self.name()))
+        else {
+            return Ok(Vec::new());
+        };
+        let installed = crate::host::apt::InstalledSet::read(&ctx.host.files)?;
+        let closure = installed.closure(self.packages.iter().map(String::as_str));
+        installed.unpacked_since(&ctx.host.files, &closure, finished)
     }
 
     fn command(&self) -> Cmd {
@@ -184,7 +208,8 @@ impl Step for Setup {
     /// A `rerun` command is never done. A checked one is done when its
     /// check passes, unless the journal shows it last ran as another
     /// command (its configuration changed) or it is a schema sync that
-    /// started and never ended.
+    /// started and never ended, or one that ran before its service's
+    /// packages last changed (an upgrade).
     fn is_done(&self, ctx: &Context) -> Result<bool> {
         let Some(check) = &self.check else {
             return Ok(false);
@@ -200,11 +225,20 @@ impl Step for Setup {
         }
         let out = (ctx.host.runner)
             .run(&check.command(format!("checking {} setup: {}", self.service, self.name)))?;
-        Ok(check.passed(&out))
+        Ok(check.passed(&out) && self.installed_since_sync(ctx)?.is_empty())
     }
 
     fn apply(&self, ctx: &Context) -> Result<()> {
         if let Some(sync) = &self.schema {
+            let newer = self.installed_since_sync(ctx)?;
+            if !newer.is_empty() {
+                tracing::info!(
+                    "    {} setup: {} again: {} installed since it last ran",
+                    self.service,
+                    self.name,
+                    crate::host::apt::installed::few(&newer)
+                );
+            }
             sync.begin(ctx)?;
         }
         let cmd = self.command();

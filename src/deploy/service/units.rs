@@ -1,5 +1,6 @@
 //! A service's systemd units: packaged ones disabled, its own enabled,
-//! started and restarted only when their configuration changed, and one
+//! started and restarted only when their configuration changed or code
+//! they run was installed after they started (an upgrade), and one
 //! daemon-reload when a unit file dcn writes changed.
 
 use crate::engine::digest;
@@ -61,11 +62,14 @@ impl Step for DisableUnits {
 
 /// One unit of a service: enabled and started, and restarted when a file
 /// that names it in `restarts` (or the service's customServiceConfig)
-/// changed since it last started.
+/// changed since it last started, or when dpkg unpacked a package it runs
+/// (its service's packages and what they depend on) after it started.
 pub struct Unit {
     service: String,
     unit: String,
     config_digest: String,
+    /// The service's packages: the roots of the code the unit runs.
+    packages: Vec<String>,
 }
 
 impl Unit {
@@ -104,6 +108,7 @@ impl Unit {
                     service: s.service.clone(),
                     unit: unit.clone(),
                     config_digest: digest(parts),
+                    packages: s.packages.clone(),
                 }
             })
             .collect())
@@ -132,7 +137,9 @@ impl Step for Unit {
             return Ok(false);
         }
         let systemd = Systemd::new(ctx.host.runner.as_ref());
-        Ok(systemd.is_active(&self.unit)? && systemd.is_enabled(&self.unit)?)
+        Ok(systemd.is_active(&self.unit)?
+            && systemd.is_enabled(&self.unit)?
+            && self.installed_since_start(ctx)?.is_empty())
     }
 
     fn apply(&self, ctx: &Context) -> Result<()> {
@@ -154,8 +161,16 @@ impl Step for Unit {
             );
         }
         if systemd.is_active(&self.unit)? {
+            let newer = self.installed_since_start(ctx)?;
             if config_changed {
                 tracing::info!("    restarting {}: its configuration changed", self.unit);
+                systemd.restart(&self.unit)?;
+            } else if !newer.is_empty() {
+                tracing::info!(
+                    "    restarting {}: {} installed after it started",
+                    self.unit,
+                    crate::host::apt::installed::few(&newer)
+                );
                 systemd.restart(&self.unit)?;
             }
         } else if starting_as_dependency(&systemd.state(&self.unit)?) {
@@ -173,6 +188,28 @@ impl Step for Unit {
         }
         Ok(())
     }
+}
+
+impl Unit {
+    fn installed_since_start(&self, ctx: &Context) -> Result<Vec<String>> {
+        installed_since_start(ctx.host, &self.unit, &self.packages)
+    }
+}
+
+/// The packages `unit` runs (`packages` and what they depend on) that dpkg
+/// unpacked after it last began to start; none when it is not running.
+pub fn installed_since_start(
+    host: &crate::host::Host,
+    unit: &str,
+    packages: &[String],
+) -> Result<Vec<String>> {
+    let systemd = Systemd::new(host.runner.as_ref());
+    let Some(started) = systemd.started_at(unit)? else {
+        return Ok(Vec::new());
+    };
+    let installed = crate::host::apt::InstalledSet::read(&host.files)?;
+    let closure = installed.closure(packages.iter().map(String::as_str));
+    installed.unpacked_since(&host.files, &closure, started)
 }
 
 /// The unit a file under /etc/systemd/ defines (`…/x.service`) or extends
