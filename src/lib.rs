@@ -35,8 +35,8 @@
 //! - certificates over their life ([`certs`]), the join bundle
 //!   ([`bundle`]), the boot image's format and build ([`image`]);
 //! - putting recipes on a host: [`preflight`], [`deploy`] (files, units,
-//!   databases, setup commands) run as steps by [`engine`], and what was
-//!   deployed ([`deployment`]);
+//!   databases, setup commands) run as steps by [`engine`], what was
+//!   deployed ([`deployment`]) and by which dcn ([`release`]);
 //! - the operator's config files ([`config`]) and the service catalogue
 //!   ([`recipes`]);
 //! - clients of what dcn drives: BMCs ([`bmc`]), and everything that
@@ -73,6 +73,7 @@ pub mod paths;
 pub mod pki;
 pub mod preflight;
 pub mod recipes;
+pub mod release;
 pub mod reset;
 pub mod secrets;
 pub mod status;

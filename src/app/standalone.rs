@@ -31,6 +31,7 @@ pub(super) fn standalone_init(args: InitArgs, recipes: &Recipes) -> Result<ExitC
         &crate::centre::standalone::InitOptions {
             until,
             ignore_preflight,
+            upgrade: false,
         },
     )?;
     if args.dry_run {

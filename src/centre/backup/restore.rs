@@ -193,6 +193,7 @@ fn run_init(
         &InitOptions {
             until,
             ignore_preflight: ignore.to_vec(),
+            upgrade: false,
         },
     )
     .with_context(|| format!("bringing the control plane up to its {until:?} phase"))?;

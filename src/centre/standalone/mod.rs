@@ -91,6 +91,9 @@ pub struct InitOptions {
     pub until: PhaseName,
     /// Preflight checks whose errors become warnings.
     pub ignore_preflight: Vec<String>,
+    /// `dcn upgrade`: every installed package is also brought to the
+    /// source's version (and what runs it restarted).
+    pub upgrade: bool,
 }
 
 /// What `init` did.
@@ -113,6 +116,7 @@ pub fn init(
     opts: &InitOptions,
 ) -> Result<InitReport> {
     let root = host.files.root().to_path_buf();
+    crate::release::refuse_if_newer(&host.files, "set it up")?;
     let id = identity::Identity::resolve(config, &root)?;
     if opts.until > PhaseName::Secrets && root != std::path::Path::new("/") {
         bail!(
@@ -133,7 +137,7 @@ pub fn init(
     // the secrets phase ran before).
     let head: Vec<Phase> = phases.into_iter().map(|(_, p)| p).collect();
     let mut run = engine::run(&head, host)?;
-    let rest = later_phases(config, host, &id, recipes, &roles, opts.until)?;
+    let rest = later_phases(config, host, &id, recipes, &roles, opts)?;
     let mut later = engine::run(&rest, host)?;
     run.steps.append(&mut later.steps);
     run.phases.append(&mut later.phases);
@@ -203,7 +207,7 @@ fn later_phases(
     id: &identity::Identity,
     recipes: &Recipes,
     roles: &[&str],
-    until: PhaseName,
+    opts: &InitOptions,
 ) -> Result<Vec<Phase<'static>>> {
     let mut passwords = PasswordStore::load(&host.files)?;
     if host.dry_run {
@@ -240,6 +244,11 @@ fn later_phases(
         site: None,
     };
     let mut rest = control_plane_phases(&plan, recipes, &services, &values, roles, &id.hostname)?;
+    if opts.upgrade
+        && let Some((_, packages)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Packages)
+    {
+        *packages = plan.packages_phase_for(true);
+    }
     if let Some((_, configure)) = rest.iter_mut().find(|(n, _)| *n == PhaseName::Configure) {
         configure.steps.insert(
             0,
@@ -258,7 +267,7 @@ fn later_phases(
             .steps
             .insert(1, Box::new(crate::deployment::SaveConfig(saved)));
     }
-    rest.retain(|(n, _)| *n <= until);
+    rest.retain(|(n, _)| *n <= opts.until);
     Ok(rest.into_iter().map(|(_, p)| p).collect())
 }
 
@@ -338,9 +347,12 @@ fn control_plane_phases(
             PhaseName::Finalize,
             Phase {
                 name: "finalize",
-                steps: vec![Box::new(finalize::ClientFiles {
-                    values: values.clone(),
-                })],
+                steps: vec![
+                    Box::new(finalize::ClientFiles {
+                        values: values.clone(),
+                    }),
+                    Box::new(crate::release::RecordRelease),
+                ],
             },
         ),
     ])

@@ -117,7 +117,7 @@ pub(super) fn parse_manifest(recipes: &Recipes, bytes: &[u8]) -> Result<Manifest
         return Err(BackupError::Newer(format!("backup format {v}")));
     }
     if let Some(v) = &head.dcn_version
-        && newer_than_this(v)
+        && crate::release::newer_than_this(v)
     {
         return Err(BackupError::Newer(format!(
             "dcn {}",
@@ -157,15 +157,4 @@ fn check_path(recipes: &Recipes, path: &str) -> Result<(), BackupError> {
         )));
     }
     Ok(())
-}
-
-/// Whether `version` (`X.Y.Z`) is newer than this dcn's.
-fn newer_than_this(version: &str) -> bool {
-    let parse = |v: &str| -> Vec<u64> {
-        v.split(['.', '-', '+'])
-            .take(3)
-            .map(|p| p.parse().unwrap_or(0))
-            .collect()
-    };
-    parse(version) > parse(env!("CARGO_PKG_VERSION"))
 }
