@@ -12,6 +12,7 @@ mod preflight;
 mod reset;
 mod sites;
 mod standalone;
+mod upgrade;
 
 use crate::cli::*;
 use anyhow::{Context, Result};
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Standalone(StandaloneCommand::Init(args)) => {
             standalone::standalone_init(args, recipes)
         }
+        Command::Upgrade(args) => upgrade::upgrade(args, recipes),
         Command::Lab(cmd) => lab::lab(cmd, recipes),
         Command::Join(args) => join::join(args, recipes),
         Command::Serve => {

@@ -2,8 +2,8 @@
 //! It installs the control plane ([`standalone`]), serves joins, config and
 //! certificates to edges ([`serve`]), keeps the registry of sites and nodes
 //! and their accounts ([`sites`]), deploys sites from their BMCs
-//! ([`site_deploy`]), backs itself up and restores ([`backup`]), and renews
-//! its certificates ([`renewal`]); [`control_plane`] says who it is and
+//! ([`site_deploy`]), backs itself up and restores ([`backup`]), renews
+//! its certificates ([`renewal`]), and upgrades itself ([`upgrade`]); [`control_plane`] says who it is and
 //! what its recipes render with. Nothing here is used by `crate::edge`.
 
 pub mod backup;
@@ -13,3 +13,4 @@ pub mod serve;
 pub mod site_deploy;
 pub mod sites;
 pub mod standalone;
+pub mod upgrade;

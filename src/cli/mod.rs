@@ -13,6 +13,7 @@ pub mod man;
 mod preflight;
 mod sites;
 mod standalone;
+mod upgrade;
 
 pub use backup::{BackupArgs, BackupCommand, RestoreArgs};
 pub use bundle::BundleCommand;
@@ -23,6 +24,7 @@ pub use lab::{LabCommand, LabDirArgs, LabUpArgs, LinkState};
 pub use preflight::{HostRole, PreflightArgs};
 pub use sites::{NodeCommand, SiteCommand, SiteDeployArgs};
 pub use standalone::{InitArgs, InitPhase, StandaloneCommand};
+pub use upgrade::UpgradeArgs;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -81,6 +83,14 @@ pub enum Command {
     /// Set up this host as the control plane
     #[command(subcommand)]
     Standalone(StandaloneCommand),
+    /// Upgrade the control plane to this dcn and to its package source's versions (run with the new dcn)
+    ///
+    /// `--plan` first: dcn's release before and after, each package with its installed and new
+    /// version, each configuration file's diff, and per service, in order, the schema syncs that
+    /// run again and the units that restart. Applying runs that in order with each service's
+    /// health checks after it; a run that stopped resumes, a second finds nothing to do, and a
+    /// dcn older than the one that set the host up refuses.
+    Upgrade(UpgradeArgs),
     /// Join this host to a control plane as an edge compute node
     Join(JoinArgs),
     /// Run the join service for edge hosts (the dcn-join unit runs it)
