@@ -116,6 +116,15 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        LabCommand::Publish { dir, debs } => {
+            for p in crate::lab::publish::publish(&dir.dir, &debs)? {
+                println!(
+                    "published {} {} ({}); lab hosts see it at their next apt-get update",
+                    p.package, p.version, p.architecture
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -166,6 +175,7 @@ fn up(args: LabUpArgs, recipes: &Recipes) -> Result<ExitCode> {
             spare: args.spare,
             edge_layer: !args.no_edge_layer,
             dcn_binary,
+            copy_dcn: args.copy_dcn,
             config: args.config,
             cert_lifetime: args.cert_lifetime,
             bare_metal: args.bare_metal,

@@ -1,4 +1,4 @@
-//! clap definitions of `dcn lab up|down|status|exec|restart|link`.
+//! clap definitions of `dcn lab up|down|status|exec|restart|link|publish|…`.
 
 use super::OutputFormat;
 use clap::{Args, Subcommand, ValueEnum};
@@ -92,6 +92,14 @@ pub enum LabCommand {
         host: String,
         /// down cuts the link, up restores it
         state: LinkState,
+    },
+    /// Publish Debian packages in the lab's package source (its own layer over the cache), as an operator adds them to a local repository
+    Publish {
+        #[command(flatten)]
+        dir: LabDirArgs,
+        /// The .deb files
+        #[arg(required = true, value_name = "DEB")]
+        debs: Vec<PathBuf>,
     },
 }
 
@@ -188,6 +196,9 @@ pub struct LabUpArgs {
     /// Edges install their packages during `dcn join` instead of finding them preinstalled
     #[arg(long)]
     pub no_edge_layer: bool,
+    /// Copy this dcn into each host once, as the host's own file, instead of binding this build read-only: hosts keep it across restarts, and `dcn upgrade` can replace it
+    #[arg(long)]
+    pub copy_dcn: bool,
     /// Download cache (base root filesystem, packages), kept across labs
     #[arg(long, value_name = "DIR", default_value = crate::lab::DEFAULT_CACHE)]
     pub cache: PathBuf,

@@ -5,7 +5,7 @@ use super::state::{HostState, LabState};
 use super::{REPO_MOUNT, UpOptions, bare_metal, container, net, rootfs};
 use crate::host::command::Runner;
 use crate::host::{FileSpec, Files};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,10 @@ pub(super) fn boot_all(
         files.create_dir_all(opts.dir.join("logs"))?;
         state.dcn_binary = opts.dcn_binary.clone();
         state.repo = layers.repo.to_path_buf();
+        state.copy_dcn = opts.copy_dcn;
+        if opts.copy_dcn {
+            copy_dcn(files, &opts.dcn_binary, &rootfs)?;
+        }
         let spec = container_spec(&opts.dir, state, state.host(&name)?)?;
         let t = Instant::now();
         let init = boot_recorded(files, &opts.dir, state, &name, &spec)?;
@@ -97,16 +101,31 @@ pub(super) fn boot_recorded(
     Ok(init)
 }
 
+/// Where hosts find dcn (the control plane's own installed binary).
+const DCN_IN_HOST: &str = crate::centre::standalone::controlplane::INSTALLED_BINARY;
+
+/// Give the host in `rootfs` a copy of `binary` as its own dcn, once: a
+/// host that has one keeps it (a restart does not undo an upgrade).
+fn copy_dcn(files: &Files, binary: &Path, rootfs: &Path) -> Result<()> {
+    let inside = rootfs.join(DCN_IN_HOST.trim_start_matches('/'));
+    if inside.exists() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
+    files.write(&inside, &bytes, &FileSpec::public().mode(0o755))?;
+    Ok(())
+}
+
 /// How to boot a lab host's container.
 pub(super) fn container_spec(
     dir: &Path,
     state: &LabState,
     h: &HostState,
 ) -> Result<container::ContainerSpec> {
-    let mut binds_ro = vec![
-        (state.dcn_binary.clone(), "/usr/local/bin/dcn".into()),
-        (state.repo.clone(), REPO_MOUNT.into()),
-    ];
+    let mut binds_ro = vec![(state.repo.clone(), REPO_MOUNT.into())];
+    if !state.copy_dcn {
+        binds_ro.push((state.dcn_binary.clone(), DCN_IN_HOST.into()));
+    }
     let (ro, binds) = bare_metal::binds(dir, state, &h.role);
     binds_ro.extend(ro);
     Ok(container::ContainerSpec {

@@ -229,6 +229,8 @@ pub fn down(dir: &Path) -> Result<Vec<String>> {
         );
     }
     files.remove_all(dir.join("hosts"))?;
+    // The lab's layer over the cached repository (what was published).
+    files.remove_all(dir.join("repo"))?;
     super::bare_metal::remove_host_files(&files, dir)?;
     files.remove(LabState::path(dir))?;
     Ok(unexpected)

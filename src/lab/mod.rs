@@ -19,6 +19,7 @@ mod memory;
 mod net;
 mod nsenter;
 mod procfs;
+pub mod publish;
 mod repo;
 mod report;
 pub(crate) mod rootfs;
@@ -61,6 +62,9 @@ pub struct UpOptions {
     pub edge_layer: bool,
     /// The static dcn binary to run inside the containers.
     pub dcn_binary: PathBuf,
+    /// Copy it into each host once, as a file the host owns (which `dcn
+    /// upgrade` may replace), instead of binding this build read-only.
+    pub copy_dcn: bool,
     /// Config for the control plane (defaults to the lab's).
     pub config: Option<PathBuf>,
     /// Short certificate lifetimes in the lab's config (renewal drills).

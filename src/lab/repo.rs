@@ -49,10 +49,30 @@ pub fn ensure_repo(
     download.packages(packages)?;
     let _ = files.remove_all(repo.join("partial"));
     let _ = files.remove(repo.join("lock"));
+    reindex(runner, files, &repo)?;
+    files.write(&key_file, key.as_bytes(), &FileSpec::public())?;
+    Ok(repo)
+}
+
+/// This lab's own view of the cached repository: an overlay over it under
+/// `dir/repo`, so packages published to this lab (`dcn lab publish`) land
+/// in the lab's layer and the cache stays as apt made it. Returns the
+/// merged directory, which containers bind as their package source.
+pub fn mount_lab_repo(
+    runner: &dyn Runner,
+    files: &Files,
+    cache_repo: &Path,
+    dir: &Path,
+) -> Result<PathBuf> {
+    super::rootfs::mount_overlay(runner, files, cache_repo, &dir.join("repo"))
+}
+
+/// Index the repository in `repo` again (after packages were added).
+pub fn reindex(runner: &dyn Runner, files: &Files, repo: &Path) -> Result<()> {
     let out = runner.run(
-        &Cmd::new("indexing the local package repository", "apt-ftparchive")
+        &Cmd::new("indexing the package repository", "apt-ftparchive")
             .args(["packages", "."])
-            .cwd(&repo)
+            .cwd(repo)
             .timeout(Duration::from_secs(600)),
     )?;
     files
@@ -62,8 +82,7 @@ pub fn ensure_repo(
             &FileSpec::public(),
         )
         .context("writing the Packages index")?;
-    files.write(&key_file, key.as_bytes(), &FileSpec::public())?;
-    Ok(repo)
+    Ok(())
 }
 
 /// The largest Packages index or dpkg status the lab reads: a few

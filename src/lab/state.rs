@@ -21,6 +21,9 @@ pub struct LabState {
     pub dcn_binary: PathBuf,
     #[serde(default)]
     pub repo: PathBuf,
+    /// Hosts got a copy of dcn of their own instead of the bound build.
+    #[serde(default)]
+    pub copy_dcn: bool,
     /// The bare-metal site's VMs (`--bare-metal N`), in their BMC container.
     #[serde(default)]
     pub vms: Vec<VmState>,

@@ -115,10 +115,13 @@ fn bring_up(timer: &mut Timer, lab: &Lab<'_>) -> Result<()> {
         create_network(runner, files, opts, site, built, &mut state)
     })?;
     timer.phase("containers", || {
+        let repo = repo::mount_lab_repo(runner, files, &built.repo, &opts.dir)?;
+        state.mounts.push(repo.clone());
+        state.save(files, &opts.dir)?;
         let layers = Layers {
             base: &built.base,
             edge: built.edge_layer.as_deref(),
-            repo: &built.repo,
+            repo: &repo,
         };
         boot_all(
             runner,

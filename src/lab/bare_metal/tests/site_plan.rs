@@ -83,6 +83,7 @@ fn options(bare_metal: u8, failures: bool, edge_iso: &Path) -> UpOptions {
         spare: 1,
         edge_layer: true,
         dcn_binary: "/usr/local/bin/dcn".into(),
+        copy_dcn: false,
         config: None,
         cert_lifetime: None,
         bare_metal,
