@@ -141,6 +141,8 @@ pub fn init(
     let mut later = engine::run(&rest, host)?;
     run.steps.append(&mut later.steps);
     run.phases.append(&mut later.phases);
+    // The host's files collected every run's planned changes.
+    run.planned = later.planned;
     finish(run, host, &id, packages, &roles)
 }
 
