@@ -194,7 +194,9 @@ lifecycle_wanted() { chain_wanted DCN_LAB_LIFECYCLE no "${LIFECYCLE_PATHS[@]}"; 
 # alone is about 50 minutes here, and lab_e2e 15 more.
 NOT_LAB_PATHS=(images src/image src/edge/install src/bmc src/centre/site_deploy src/lab/bare_metal
     tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs
-    tests/common/bare_metal.rs tests/ssh_hostkeys.rs src/lab/scale tests/lab_scale.rs docs README.md)
+    tests/common/bare_metal.rs tests/ssh_hostkeys.rs src/lab/scale tests/lab_scale.rs
+    src/centre/upgrade src/app/upgrade.rs src/cli/upgrade.rs src/lab/publish.rs tests/lab_upgrade.rs
+    docs README.md)
 lab_wanted() {
     local skip=() p
     for p in "${NOT_LAB_PATHS[@]}"; do skip+=(":(exclude)$p"); done
@@ -211,6 +213,18 @@ image_e2e_wanted() { chain_wanted DCN_IMAGE_E2E no "${EDGE_CHAIN_PATHS[@]}"; }
 # service's rounds, the southbound's client), or when asked for.
 SCALE_PATHS=(src/lab/scale tests/lab_scale.rs src/centre/serve src/openstack/southbound)
 scale_wanted() { chain_wanted DCN_LAB_SCALE no "${SCALE_PATHS[@]}"; }
+
+# The control plane's upgrade (tests/lab_upgrade.rs: a newer dcn built from
+# this tree with a bumped version and a recipe change, a rebuilt Debian
+# package published in the lab's repository, Debian's updates of the base
+# system, then `dcn upgrade --plan` and `dcn upgrade` with two guests
+# running: about 25 minutes cold, 5 of them the newer dcn's build) runs when
+# the upgrade or what decides its restarts changed in the last commit, or
+# when asked for.
+UPGRADE_PATHS=(src/centre/upgrade src/app/upgrade.rs src/cli/upgrade.rs src/release.rs
+    src/host/apt src/host/apt.rs src/deploy/packages.rs src/deploy/service src/lab/publish.rs
+    tests/lab_upgrade.rs)
+upgrade_wanted() { chain_wanted DCN_LAB_UPGRADE no "${UPGRADE_PATHS[@]}"; }
 
 # Tools of the image build. (The deploy test's VMs run in the lab's BMC
 # container, whose qemu, libvirt and OVMF come from the lab's own root
@@ -299,13 +313,18 @@ if [[ $(id -u) == 0 && ( ${CI:-} == true || ${DCN_LAB_E2E:-} == 1 ) ]]; then
     else
         echo "==> lab-edges skipped (the last commit touched only the edge chain's own code or docs; DCN_LAB_EDGES=1 runs it)"
     fi
+    if upgrade_wanted; then
+        stage lab-upgrade env DCN_LAB_E2E=1 cargo test --locked --test lab_upgrade -- --ignored --nocapture
+    else
+        echo "==> lab-upgrade skipped (the last commit did not touch the upgrade or what decides its restarts; DCN_LAB_UPGRADE=1 runs it)"
+    fi
     if scale_wanted; then
         stage lab-scale env DCN_LAB_E2E=1 cargo test --locked --test lab_scale -- --ignored --nocapture
     else
         echo "==> lab-scale skipped (the last commit did not touch the harness or what it measures; DCN_LAB_SCALE=1 runs it)"
     fi
 else
-    echo "==> lab-e2e, lab-edges and lab-scale skipped (need root, and CI=true or DCN_LAB_E2E=1)"
+    echo "==> lab-e2e, lab-edges, lab-upgrade and lab-scale skipped (need root, and CI=true or DCN_LAB_E2E=1)"
 fi
 if [[ $(id -u) == 0 ]] && image_e2e_wanted; then
     stage image-prerequisites image_prerequisites
