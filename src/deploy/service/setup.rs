@@ -154,6 +154,9 @@ impl Setup {
         else {
             return Ok(Vec::new());
         };
+        if self.packages.is_empty() {
+            return Ok(Vec::new());
+        }
         let installed = crate::host::apt::InstalledSet::read(&ctx.host.files)?;
         let closure = installed.closure(self.packages.iter().map(String::as_str));
         installed.unpacked_since(&ctx.host.files, &closure, finished)
@@ -344,6 +347,50 @@ mod tests {
             "test -s /etc/keystone/fernet-keys/0"
         );
         assert!(checked.read_only, "a check runs in dry runs too");
+    }
+
+    #[test]
+    fn a_schema_sync_runs_again_once_its_services_packages_were_unpacked_after_it() {
+        let step = Setup::new(
+            "keystone",
+            &command("{name: db-sync, run: [keystone-manage, db_sync], schema: [keystone], checkSql: \"SELECT 1\"}"),
+            &Values::default(),
+        )
+        .unwrap()
+        .unwrap()
+        .of_packages(&["keystone".to_string()]);
+        let (dir, host, _) = host(true);
+        let mut journal = Journal::default();
+        journal.record_step(&step.name(), &step.fingerprint(), Duration::ZERO);
+        let info = dir.path().join("var/lib/dpkg/info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(
+            dir.path().join("var/lib/dpkg/status"),
+            "Package: keystone\nStatus: install ok installed\nArchitecture: all\nVersion: 2:22.0.0-2\nDepends: python3-keystone\n\n\
+             Package: python3-keystone\nStatus: install ok installed\nArchitecture: all\nVersion: 2:22.0.0-2\n",
+        )
+        .unwrap();
+        let list = |name: &str, at: std::time::SystemTime| {
+            let f = std::fs::File::create(info.join(name)).unwrap();
+            f.set_modified(at).unwrap();
+        };
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        list("keystone.list", hour_ago);
+        list("python3-keystone.list", hour_ago);
+        let ctx = Context {
+            host: &host,
+            journal: &journal,
+        };
+        assert!(step.is_done(&ctx).unwrap(), "installed before the sync ran");
+        // An upgrade unpacks the service's code after the sync.
+        list(
+            "python3-keystone.list",
+            std::time::SystemTime::now() + Duration::from_secs(5),
+        );
+        assert!(
+            !step.is_done(&ctx).unwrap(),
+            "new code may bring migrations"
+        );
     }
 
     #[test]

@@ -203,6 +203,9 @@ pub fn installed_since_start(
     unit: &str,
     packages: &[String],
 ) -> Result<Vec<String>> {
+    if packages.is_empty() {
+        return Ok(Vec::new());
+    }
     let systemd = Systemd::new(host.runner.as_ref());
     let Some(started) = systemd.started_at(unit)? else {
         return Ok(Vec::new());
