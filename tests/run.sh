@@ -218,7 +218,7 @@ scale_wanted() { chain_wanted DCN_LAB_SCALE no "${SCALE_PATHS[@]}"; }
 # this tree with a bumped version and a recipe change, a rebuilt Debian
 # package published in the lab's repository, Debian's updates of the base
 # system, then `dcn upgrade --plan` and `dcn upgrade` with two guests
-# running: about 25 minutes cold, 5 of them the newer dcn's build) runs when
+# running: about 12 minutes cold, 3 of them the newer dcn's build) runs when
 # the upgrade or what decides its restarts changed in the last commit, or
 # when asked for.
 UPGRADE_PATHS=(src/centre/upgrade src/app/upgrade.rs src/cli/upgrade.rs src/release.rs
