@@ -74,13 +74,13 @@ pub struct Applied {
 }
 
 impl Applied {
-    /// The units the run restarted or started.
+    /// The units the run restarted or started (`.service` left off).
     pub fn restarted_units(&self) -> Vec<&str> {
         self.run
             .steps
             .iter()
-            .filter(|(n, o)| *o == Outcome::Applied && n.contains(".unit."))
-            .map(|(n, _)| n.as_str())
+            .filter(|(_, o)| *o == Outcome::Applied)
+            .filter_map(|(n, _)| n.split_once(".unit.").map(|(_, unit)| unit))
             .collect()
     }
 }
@@ -153,7 +153,11 @@ pub fn plan(recipes: &Recipes, host: &Host) -> Result<Plan> {
         release_from: Release::load(&host.files)?.map(|r| r.dcn_version),
         release_to: THIS.into(),
         packages,
-        files: run.planned,
+        // The packages step's guard against maintainer scripts starting
+        // services is no configuration.
+        files: (run.planned.into_iter())
+            .filter(|f| f.path != crate::host::apt::POLICY_RC_D)
+            .collect(),
         services,
         other_steps,
     })
@@ -242,7 +246,7 @@ mod tests {
         let cmd =
             b"/usr/bin/qemu-system-x86_64\0-name\0guest=instance-00000001,debug-threads=on\0-S\0";
         assert_eq!(guest_name(cmd).as_deref(), Some("instance-00000001"));
-        assert_eq!(guest_name(b"qemu\0-m\0512\0"), None);
+        assert_eq!(guest_name(b"qemu\0-S\0-nographic\0"), None);
     }
 
     #[test]
