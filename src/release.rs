@@ -70,6 +70,36 @@ pub fn refuse_if_newer(files: &Files, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The oldest dcn on a node that this control plane answers: every
+/// release that speaks the join protocol's second version. Nodes send
+/// their release as `User-Agent: dcn/VERSION`.
+pub const OLDEST_NODE: &str = "0.1.0";
+
+/// The first dcn whose nodes take upgrades from the centre: its config
+/// sync asks for orders and hands over to the release it is given, and
+/// its join kept what an upgrade renders from. A node on an older dcn is
+/// brought over by hand once: copy the control plane's dcn to it as
+/// /usr/local/bin/dcn and run `dcn join` with the site's bundle.
+pub const FIRST_UPGRADABLE_NODE: &str = "0.2.0";
+
+/// The refusal for a node whose `User-Agent` names a dcn older than
+/// [`OLDEST_NODE`]; `None` for any other client.
+pub fn refuse_old_node(user_agent: &str) -> Option<String> {
+    let version = user_agent.strip_prefix("dcn/")?.split_whitespace().next()?;
+    if parse(version) >= parse(OLDEST_NODE) {
+        return None;
+    }
+    let shown = crate::terminal_text::head(version, 32);
+    Some(format!(
+        "this node runs dcn {shown}, and this control plane (dcn {THIS}) answers nodes from dcn {OLDEST_NODE} on: copy the control plane's /usr/local/bin/dcn to the node and run `dcn join` with its bundle again"
+    ))
+}
+
+/// Whether a node on dcn `version` takes upgrades from the centre.
+pub fn upgradable_node(version: &str) -> bool {
+    parse(version) >= parse(FIRST_UPGRADABLE_NODE)
+}
+
 /// The step that records this release once a run finished its work.
 pub struct RecordRelease;
 
@@ -114,6 +144,20 @@ mod tests {
         assert!(!newer_than_this(THIS));
         assert!(newer_than_this("999.0.0"));
         assert!(!newer_than_this("0.0.1"));
+    }
+
+    #[test]
+    fn nodes_older_than_the_window_are_refused_with_the_way_out() {
+        let e = refuse_old_node("dcn/0.0.9").unwrap();
+        assert!(
+            e.contains("runs dcn 0.0.9") && e.contains(OLDEST_NODE) && e.contains("dcn join"),
+            "{e}"
+        );
+        assert_eq!(refuse_old_node(&format!("dcn/{OLDEST_NODE}")), None);
+        assert_eq!(refuse_old_node(&format!("dcn/{THIS}")), None);
+        assert_eq!(refuse_old_node("curl/8.0"), None, "not a node");
+        assert!(upgradable_node(THIS), "this dcn takes upgrades");
+        assert!(!upgradable_node("0.1.0"));
     }
 
     #[test]
