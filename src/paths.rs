@@ -11,6 +11,9 @@ pub const PKI_DIR: &str = "/var/lib/dcn/pki";
 pub const JOURNAL_FILE: &str = "/var/lib/dcn/journal.json";
 /// Records of database schema syncs that started and have not ended.
 pub const SCHEMA_SYNCS_DIR: &str = "/var/lib/dcn/schema-syncs";
+/// Where dcn's binary lives on every host it set up (the units that run
+/// dcn run it from there): the control plane, an edge, the edge image.
+pub const DCN_BINARY: &str = "/usr/local/bin/dcn";
 /// Operator-facing files (clouds.yaml, openrc).
 pub const ETC_DIR: &str = "/etc/dcn";
 

@@ -35,11 +35,20 @@
 //!   clients trust ([`TrustedCas`]), for a node that missed a CA rotation
 //!   and checks them against a pin its operator gives.
 //! - `GET /v1/health`: the service's time, for the edge's clock check.
+//! - `POST /v1/nodes/{hostname}/upgrade`: node secret; an [`UpgradeCheck`]
+//!   (the dcn the node runs, how its upgrade goes, its image cache); the
+//!   reply is its [`UpgradeOrder`]. A centre older than this part answers
+//!   404, which a node takes as "no orders".
+//! - `GET /v1/nodes/{hostname}/release/{id}/{file}`: node secret; a file of
+//!   an [`EdgeRelease`] (its dcn binary, its package index, a package), at
+//!   most [`RELEASE_CHUNK`] bytes per request (`Range`).
 
 use serde::{Deserialize, Serialize};
 
 mod certificate;
 pub use certificate::*;
+mod upgrade;
+pub use upgrade::*;
 
 pub const JOIN_PATH: &str = "/v2/join";
 /// Where a join asks for a [`Challenge`] to sign.

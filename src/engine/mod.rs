@@ -112,6 +112,16 @@ impl RunReport {
             .filter(|(_, o)| *o == Outcome::Applied)
             .count()
     }
+
+    /// The units the run restarted or started (`.service` left off): its
+    /// applied unit steps, named `<service>.unit.<unit>`.
+    pub fn restarted_units(&self) -> Vec<&str> {
+        self.steps
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Applied)
+            .filter_map(|(n, _)| n.split_once(".unit.").map(|(_, unit)| unit))
+            .collect()
+    }
 }
 
 /// Run `phases` in order on `host`, recording progress in the journal.

@@ -4,6 +4,7 @@
 //! nothing runs before dcn has configured it).
 
 mod changes;
+pub mod index;
 pub mod installed;
 
 pub use changes::PackageChange;
@@ -14,6 +15,7 @@ use super::files::{FileSpec, Files};
 use crate::secrets::Secret;
 use crate::types::PackageSource;
 use anyhow::{Context, Result};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// The policy script that keeps maintainer scripts from starting services.
@@ -209,6 +211,102 @@ impl<'a> Apt<'a> {
         Ok(all)
     }
 
+    /// The versions of each of `names` that the sources have a file of
+    /// (not only dpkg's record of an installed one); a name the sources
+    /// do not know is left out.
+    pub fn versions_in_sources(
+        &self,
+        names: &[String],
+    ) -> Result<BTreeMap<String, BTreeSet<String>>> {
+        if names.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let out = self.runner.run(
+            &Cmd::new("asking apt which versions its sources have", "apt-cache")
+                .args(self.source_options())
+                .arg("policy")
+                .args(names.iter().cloned())
+                .read_only()
+                .timeout(Duration::from_secs(300)),
+        )?;
+        Ok(changes::parse_policy(&out.stdout))
+    }
+
+    /// What installing `names` on this host would add, each with the
+    /// version apt would pick (apt's simulation; nothing changes).
+    pub fn would_install(&self, names: &[String]) -> Result<Vec<(String, String)>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.runner.run(
+            &Cmd::new(
+                format!(
+                    "asking apt what installing {} package(s) needs",
+                    names.len()
+                ),
+                "apt-get",
+            )
+            .args(self.source_options())
+            .args(["-q", "-s", "--no-install-recommends", "install"])
+            .args(names.iter().cloned())
+            .read_only()
+            .timeout(Duration::from_secs(300)),
+        )?;
+        Ok(changes::parse_simulation(&out.stdout)
+            .into_iter()
+            .filter_map(|c| Some((c.package, c.to?)))
+            .collect())
+    }
+
+    /// The .deb files of `packages` at exactly their versions, from the
+    /// source, into `dir` (named as Debian names them:
+    /// `name_version_arch.deb`, an epoch's colon written `%3a`).
+    pub fn download_versions(
+        &self,
+        packages: &[(String, String)],
+        dir: &std::path::Path,
+    ) -> Result<()> {
+        for batch in packages.chunks(200) {
+            self.runner.run(
+                &Cmd::new(
+                    format!("downloading {} package file(s)", batch.len()),
+                    "apt-get",
+                )
+                .args(self.source_options())
+                .args(APT_OPTIONS.iter().copied())
+                .args(["-q", "download"])
+                .args(batch.iter().map(|(n, v)| format!("{n}={v}")))
+                .cwd(dir)
+                .timeout(Duration::from_secs(1800)),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The installed packages a Debian system is made of (priority
+    /// `required` or `important`): what a host of the same release has
+    /// whatever else it runs.
+    pub fn base_system(&self) -> Result<Vec<String>> {
+        let out = self.runner.run(
+            &Cmd::new("listing the base system's packages", "dpkg-query")
+                .args(["-W", "-f=${Package} ${Priority} ${db:Status-Status}\\n"])
+                .read_only(),
+        )?;
+        Ok(out
+            .stdout
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                match (w.next(), w.next(), w.next()) {
+                    (Some(p), Some("required" | "important"), Some("installed")) => {
+                        Some(p.to_string())
+                    }
+                    _ => None,
+                }
+            })
+            .collect())
+    }
+
     /// Remove `packages` with their config, then what nothing needs any more
     /// (`dcn reset --purge`).
     pub fn purge(&self, packages: &[String]) -> Result<()> {
@@ -282,6 +380,21 @@ impl<'a> Apt<'a> {
         removed?;
         Ok(())
     }
+}
+
+/// A .deb file's control fields, as `dpkg-deb -f` prints them.
+pub fn deb_control(runner: &dyn Runner, deb: &std::path::Path) -> Result<String> {
+    let out = runner.run(
+        &Cmd::new(
+            format!("reading the control fields of {}", deb.display()),
+            "dpkg-deb",
+        )
+        .arg("-f")
+        .arg(deb.display().to_string())
+        .read_only()
+        .timeout(Duration::from_secs(60)),
+    )?;
+    Ok(out.stdout)
 }
 
 /// The .deb files of `packages` alone (no dependencies) into `dir`, from

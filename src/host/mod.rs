@@ -11,6 +11,7 @@ pub mod debian;
 pub mod facts;
 pub mod files;
 pub mod lock;
+pub mod processes;
 pub mod read;
 pub mod space;
 pub mod systemd;

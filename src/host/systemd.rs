@@ -195,6 +195,12 @@ impl<'a> Systemd<'a> {
         })
     }
 
+    /// Queue a start of `unit` and return at once (a long oneshot job
+    /// that outlives the caller).
+    pub fn start_no_block(&self, unit: &str) -> Result<()> {
+        self.systemctl(&format!("starting {unit}"), &["start", "--no-block", unit])
+    }
+
     pub fn restart(&self, unit: &str) -> Result<()> {
         self.with_journal_on_error(unit, || {
             self.systemctl(&format!("restarting {unit}"), &["restart", unit])

@@ -94,7 +94,18 @@ impl RecipeDir {
     pub const GRUB_CFG: &str = "/grub.cfg";
 }
 
+/// The edge image's recipe as this dcn was built with it: what the
+/// control plane's edge release serves updates of.
+const EMBEDDED: &str = include_str!("../../images/edge/recipe.yaml");
+
 impl ImageRecipe {
+    /// The recipe built into this dcn (`images/edge/recipe.yaml`).
+    pub fn embedded() -> Result<ImageRecipe> {
+        let recipe: ImageRecipe = crate::config::parse(EMBEDDED, "images/edge/recipe.yaml")?;
+        recipe.check()?;
+        Ok(recipe)
+    }
+
     fn check(&self) -> Result<()> {
         let vid_ok = (1..=32).contains(&self.volume_id.len())
             && self

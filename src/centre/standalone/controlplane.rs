@@ -53,7 +53,7 @@ impl Step for Preflight {
 }
 
 /// Where the dcn binary lives for the units that run it (`dcn serve`).
-pub const INSTALLED_BINARY: &str = "/usr/local/bin/dcn";
+pub const INSTALLED_BINARY: &str = crate::paths::DCN_BINARY;
 
 /// Install the running dcn binary as /usr/local/bin/dcn.
 pub struct InstallBinary;

@@ -166,7 +166,7 @@ pub fn few(names: &[String]) -> String {
 }
 
 /// A stanza's fields (continuation lines joined), by name.
-fn fields(stanza: &str) -> BTreeMap<String, String> {
+pub(super) fn fields(stanza: &str) -> BTreeMap<String, String> {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     let mut last: Option<String> = None;
     for line in stanza.lines() {

@@ -109,6 +109,96 @@ impl Files {
         .with_context(|| format!("copying {} to {}", from.display(), to.display()))
     }
 
+    /// The lowercase hex SHA-256 of the file at `path`, read in pieces (a
+    /// package or a binary of many MB); `None` when nothing is there.
+    pub fn sha256(&self, path: impl AsRef<Path>) -> Result<Option<String>> {
+        use sha2::{Digest, Sha256};
+        use std::io::Read;
+        let path = path.as_ref();
+        let mut f = match fs::File::open(self.host_path(path)?) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+        };
+        let mut hash = Sha256::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = f
+                .read(&mut buf)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            hash.update(&buf[..n]);
+        }
+        Ok(Some(hex::encode(hash.finalize())))
+    }
+
+    /// At most `len` bytes of the regular file at `path` from `offset`,
+    /// and the file's whole size; `None` when nothing is there. What is
+    /// read is bounded by `len`, whatever the file's size.
+    pub fn read_range(
+        &self,
+        path: impl AsRef<Path>,
+        offset: u64,
+        len: u64,
+    ) -> Result<Option<(Vec<u8>, u64)>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = path.as_ref();
+        let mut f = match fs::File::open(self.host_path(path)?) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+        };
+        let md = f
+            .metadata()
+            .with_context(|| format!("inspecting {}", path.display()))?;
+        if !md.is_file() {
+            anyhow::bail!("{} is not a regular file", path.display());
+        }
+        let size = md.len();
+        let start = offset.min(size);
+        f.seek(SeekFrom::Start(start))
+            .with_context(|| format!("reading {}", path.display()))?;
+        let mut out = Vec::with_capacity(len.min(size - start) as usize);
+        f.take(len)
+            .read_to_end(&mut out)
+            .with_context(|| format!("reading {}", path.display()))?;
+        Ok(Some((out, size)))
+    }
+
+    /// Append `bytes` to the file at `path` (created with `spec`'s mode
+    /// and owner, its missing folders 0755), flushed to the disk: a download that grows piece by
+    /// piece, and goes on after a cut from the size it has.
+    pub fn append(&self, path: impl AsRef<Path>, bytes: &[u8], spec: &FileSpec) -> Result<()> {
+        use std::io::Write;
+        let path = path.as_ref();
+        if self.dry_run {
+            self.plan(path, Change::Updated, None, None, true);
+            return Ok(());
+        }
+        let hp = self.host_path(path)?;
+        if let Some(parent) = hp.parent() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("creating the folder of {}", path.display()))?;
+        }
+        let fresh = !hp.exists();
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&hp)
+            .with_context(|| format!("opening {}", path.display()))?;
+        if fresh {
+            fs::set_permissions(&hp, fs::Permissions::from_mode(spec.mode))
+                .with_context(|| format!("setting the mode of {}", path.display()))?;
+            self.chown(&hp, spec)
+                .with_context(|| format!("setting the owner of {}", path.display()))?;
+        }
+        f.write_all(bytes)
+            .and_then(|()| f.sync_data())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
     /// Make `path` a symbolic link to `target` (replacing what was there).
     pub fn symlink(&self, target: impl AsRef<Path>, path: impl AsRef<Path>) -> Result<()> {
         let (target, path) = (target.as_ref(), path.as_ref());

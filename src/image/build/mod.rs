@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_CACHE: &str = "/var/cache/dcn-image";
 
 /// Where the dcn binary lives in the image.
-pub const DCN_IN_IMAGE: &str = "/usr/local/bin/dcn";
+pub const DCN_IN_IMAGE: &str = crate::paths::DCN_BINARY;
 
 const HOUR: Duration = Duration::from_secs(3600);
 
