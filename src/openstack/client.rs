@@ -206,7 +206,14 @@ impl Cloud {
         body: Option<&Value>,
     ) -> Result<Result<Value, ApiError>> {
         let url = format!("{}{path}", self.endpoint(service_type)?);
-        match answer(&self.http, method, &url, Some(&self.token), body)? {
+        match answer(
+            &self.http,
+            method,
+            &url,
+            Some(&self.token),
+            body,
+            API_VERSIONS,
+        )? {
             Ok(resp) => Ok(Ok(json_of(resp, &url)?)),
             Err(refused) => Ok(Err(refused)),
         }
@@ -225,7 +232,32 @@ impl Cloud {
     pub fn post(&self, service_type: &str, path: &str, body: &Value) -> Result<Value> {
         self.request(Method::POST, service_type, path, Some(body))
     }
+
+    /// A POST that needs a newer API microversion than dcn's other calls
+    /// (`versions`, as the `OpenStack-API-Version` header says them).
+    pub fn post_at(
+        &self,
+        service_type: &str,
+        path: &str,
+        body: &Value,
+        versions: &str,
+    ) -> Result<Value> {
+        let url = format!("{}{path}", self.endpoint(service_type)?);
+        let resp = answer(
+            &self.http,
+            Method::POST,
+            &url,
+            Some(&self.token),
+            Some(body),
+            versions,
+        )??;
+        json_of(resp, &url)
+    }
 }
+
+/// The API versions dcn's calls are written for: placement and nova
+/// answer with their oldest otherwise.
+const API_VERSIONS: &str = "placement 1.6, compute 2.53";
 
 /// A response's JSON body (`null` when it has none).
 fn json_of(resp: Response, url: &str) -> Result<Value> {
@@ -248,7 +280,7 @@ fn send(
     token: Option<&Secret>,
     body: Option<&Value>,
 ) -> Result<Response> {
-    Ok(answer(http, method, url, token, body)??)
+    Ok(answer(http, method, url, token, body, API_VERSIONS)??)
 }
 
 /// Send a request, retrying connection errors and 5xx a bounded number of
@@ -259,15 +291,14 @@ fn answer(
     url: &str,
     token: Option<&Secret>,
     body: Option<&Value>,
+    versions: &str,
 ) -> Result<Result<Response, ApiError>> {
     let mut last = None;
     for attempt in 1..=ATTEMPTS {
         let mut req = http
             .request(method.clone(), url)
             .header("Accept", "application/json")
-            // Placement and nova answer with their oldest API version
-            // otherwise; these are the ones dcn's calls need.
-            .header("OpenStack-API-Version", "placement 1.6, compute 2.53");
+            .header("OpenStack-API-Version", versions);
         if let Some(t) = token {
             req = req.header("X-Auth-Token", t.expose());
         }

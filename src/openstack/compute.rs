@@ -85,6 +85,11 @@ impl Nova {
             host: host.clone(),
         }
     }
+
+    /// The admin login.
+    pub(super) fn cloud(&self) -> &Cloud {
+        &self.cloud
+    }
 }
 
 impl ComputeHosts for Nova {

@@ -8,6 +8,10 @@
 //! - [`identity`]: keystone users, projects, roles and endpoints.
 //! - [`compute`]: nova and placement as [`compute::ComputeCloud`]: site
 //!   zones, placing and removing hosts, their compute services' state.
+//! - [`images`]: images as nodes boot them, and nova's aggregate image
+//!   cache that puts them on a site's hosts ahead of its first servers.
+//! - [`local_node`]: what a compute node sees of itself: its chassis'
+//!   connection, its guests' ports, its image cache.
 //! - [`compute_link`]: how a host's compute services reach the control
 //!   plane (messaging URL, southbound remote, users), on the control plane
 //!   and over the WAN.
@@ -33,6 +37,8 @@ pub mod compute;
 pub mod compute_link;
 pub mod database;
 pub mod identity;
+pub mod images;
+pub mod local_node;
 pub mod mariadb;
 pub mod messaging;
 pub mod southbound;
@@ -44,6 +50,11 @@ use serde::Serialize;
 
 /// The control plane's compute cloud (nova and placement), as its admin.
 pub fn compute_cloud(host: &Host) -> anyhow::Result<impl compute::ComputeCloud + use<>> {
+    compute::Nova::admin(host)
+}
+
+/// The control plane's images and nova's image cache, as its admin.
+pub fn site_images(host: &Host) -> anyhow::Result<impl images::SiteImages + use<>> {
     compute::Nova::admin(host)
 }
 
