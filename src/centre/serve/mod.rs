@@ -19,6 +19,7 @@ mod progress;
 mod ratelimit;
 mod router;
 pub mod routes;
+mod upgrade;
 
 use crate::host::Host;
 use crate::openstack::accounts::{ControlPlaneAccounts, NodeAccounts};
@@ -64,6 +65,10 @@ impl Default for Limits {
     }
 }
 
+/// Edge release pieces read at once: each holds up to
+/// [`crate::wire::RELEASE_CHUNK`] in memory.
+const DOWNLOADS_AT_ONCE: usize = 8;
+
 struct State {
     host: Host,
     recipes: Recipes,
@@ -71,6 +76,8 @@ struct State {
     challenges: Challenges,
     joining: Joining,
     limiter: ratelimit::RateLimiter,
+    /// Edge release pieces being read at once.
+    downloads: tokio::sync::Semaphore,
 }
 
 /// Run the join service until killed, on the control plane's address and
@@ -134,6 +141,7 @@ pub fn serve_with(
         challenges: Challenges::new(),
         joining: Joining::new(),
         limiter: ratelimit::RateLimiter::default(),
+        downloads: tokio::sync::Semaphore::new(DOWNLOADS_AT_ONCE),
     });
 
     let rt = tokio::runtime::Builder::new_multi_thread()

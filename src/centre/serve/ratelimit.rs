@@ -13,6 +13,10 @@
 //!   is slowed down as before, whatever names it puts in its paths.
 //! - Challenges (stateless, cheap, one per join) have a larger bucket per
 //!   address, so a whole site can join at once.
+//! - A node's downloads of an edge release (a request per piece of a
+//!   file) draw from a bucket of their own per address and node, large
+//!   enough for a release's packages in a few minutes, and do not use up
+//!   the node's bucket for its config and reports.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -37,6 +41,12 @@ const NODE: Rate = Rate {
     burst: 20.0,
     per_minute: 30.0,
 };
+/// One node's release downloads from one address: at 4 MiB a piece,
+/// 600 a minute is 40 MB/s.
+const DOWNLOADS: Rate = Rate {
+    burst: 100.0,
+    per_minute: 600.0,
+};
 /// Join challenges from one address.
 const CHALLENGES: Rate = Rate {
     burst: 200.0,
@@ -50,6 +60,7 @@ const KEPT: usize = 10_000;
 enum Key {
     Address(IpAddr),
     Node(IpAddr, String),
+    Downloads(IpAddr, String),
     Challenges(IpAddr),
 }
 
@@ -58,6 +69,7 @@ impl Key {
         match self {
             Key::Address(_) => ADDRESS,
             Key::Node(..) => NODE,
+            Key::Downloads(..) => DOWNLOADS,
             Key::Challenges(_) => CHALLENGES,
         }
     }
@@ -75,6 +87,8 @@ pub enum Caller<'a> {
     Credential,
     /// A node's own path, with its credential.
     Node(&'a str),
+    /// A piece of an edge release, for a node, with its credential.
+    Download(&'a str),
 }
 
 #[derive(Default)]
@@ -103,6 +117,10 @@ impl RateLimiter {
             Caller::Node(node) => {
                 *level(&mut buckets, Key::Address(peer), now) >= 1.0
                     && take(&mut buckets, Key::Node(peer, node.to_string()), now)
+            }
+            Caller::Download(node) => {
+                *level(&mut buckets, Key::Address(peer), now) >= 1.0
+                    && take(&mut buckets, Key::Downloads(peer, node.to_string()), now)
             }
         }
     }
@@ -220,6 +238,30 @@ mod tests {
         }
         assert!(!r.allow_at(b, Caller::Node("busy"), t));
         assert!(r.allow_at(b, Caller::Node("quiet"), t));
+    }
+
+    #[test]
+    fn a_nodes_downloads_have_their_own_bucket_and_leave_its_syncs_alone() {
+        let r = RateLimiter::default();
+        let a: IpAddr = "10.0.0.11".parse().unwrap();
+        let t = Instant::now();
+        let taken = (0..1000)
+            .filter(|_| r.allow_at(a, Caller::Download("e1"), t))
+            .count();
+        assert_eq!(taken, DOWNLOADS.burst as usize);
+        assert!(
+            r.allow_at(a, Caller::Node("e1"), t),
+            "its config sync goes on"
+        );
+        assert!(
+            r.allow_at(a, Caller::Download("e1"), t + Duration::from_millis(100)),
+            "ten pieces a second come back"
+        );
+        // A refused credential still stops them.
+        for _ in 0..ADDRESS.burst as usize {
+            r.refused_at(a, t);
+        }
+        assert!(!r.allow_at(a, Caller::Download("e2"), t));
     }
 
     #[test]

@@ -3,8 +3,10 @@
 
 use super::ratelimit::Caller;
 use super::routes::Route;
-use super::{State, answer_join, certificate, config, handlers, progress, shown};
-use crate::wire::{CERTIFICATE_MAX_BODY, CONFIG_MAX_BODY, ErrorReply, Health, PROGRESS_MAX_BODY};
+use super::{State, answer_join, certificate, config, handlers, progress, shown, upgrade};
+use crate::wire::{
+    CERTIFICATE_MAX_BODY, CONFIG_MAX_BODY, ErrorReply, Health, PROGRESS_MAX_BODY, UPGRADE_MAX_BODY,
+};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
@@ -92,6 +94,9 @@ async fn route(
     req: Request<Incoming>,
 ) -> Answer {
     let route = Route::resolve(req.method().as_str(), req.uri().path());
+    if let Some(refusal) = too_old(&req) {
+        return (refusal, String::new());
+    }
     let caller = caller(&route);
     let credentialed = caller != Caller::Anonymous;
     if !state.limiter.allow(peer.ip(), caller) {
@@ -121,7 +126,8 @@ fn caller(route: &Route) -> Caller<'_> {
         Route::NodeStatus(host) | Route::FetchConfig(host) | Route::ReportConfig(host) => {
             Caller::Node(host.as_str())
         }
-        Route::NodeCertificate(host) => Caller::Node(host.as_str()),
+        Route::NodeCertificate(host) | Route::NodeUpgrade(host) => Caller::Node(host.as_str()),
+        Route::ReleaseFile { host, .. } => Caller::Download(host.as_str()),
         Route::Health
         | Route::OldJoin
         | Route::TrustedCas
@@ -184,6 +190,21 @@ async fn answer(
             or_refused(reply.map(|()| json(200, &serde_json::json!({}))), note)
         }
         Route::NodeCertificate(hostname) => node_certificate(st, hostname, body_time, req).await?,
+        Route::NodeUpgrade(hostname) => {
+            let note = format!("(node {} upgrade)", shown(hostname.as_str()));
+            let bearer = bearer(&req);
+            let body = (read_body(req, UPGRADE_MAX_BODY, body_time).await).map_err(unnoted)?;
+            let reply = off_the_runtime(move || {
+                upgrade::check(&st.host, hostname.as_str(), bearer.as_deref(), &body)
+            })
+            .await?;
+            or_refused(reply.map(|o| json(200, &o)), note)
+        }
+        Route::ReleaseFile {
+            host,
+            release,
+            file,
+        } => release_file(st, host, release, file, req).await?,
         Route::TrustedCas => {
             match off_the_runtime(move || certificate::trusted_cas(&st.host)).await? {
                 Ok(cas) => (json(200, &cas), String::new()),
@@ -225,6 +246,63 @@ async fn join(
     })
     .await?;
     Ok((json(a.status, &a.body), a.note))
+}
+
+/// A piece of an edge release's file. At most a few are read at once
+/// (each up to a chunk in memory), whatever the number of nodes asking.
+async fn release_file(
+    st: Arc<State>,
+    hostname: crate::types::NodeName,
+    release: String,
+    file: String,
+    req: Request<Incoming>,
+) -> Result<Answer, Answer> {
+    let note = format!(
+        "(node {} release {release} {file})",
+        shown(hostname.as_str())
+    );
+    let bearer = bearer(&req);
+    let range = (req.headers().get("Range"))
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let state = st.clone();
+    let Ok(_permit) = state.downloads.acquire().await else {
+        return Err(unnoted(error(503, "busy", "the join service is stopping")));
+    };
+    let reply = off_the_runtime(move || {
+        upgrade::release_file(
+            &st.host,
+            hostname.as_str(),
+            bearer.as_deref(),
+            &release,
+            &file,
+            range.as_deref(),
+        )
+    })
+    .await?;
+    let response = reply.map(|piece| {
+        let builder = Response::builder()
+            .header("Content-Type", "application/octet-stream")
+            .header("Accept-Ranges", "bytes");
+        let builder = match piece.whole() {
+            true => builder.status(200),
+            false => builder
+                .status(206)
+                .header("Content-Range", piece.content_range()),
+        };
+        builder
+            .body(Full::new(Bytes::from(piece.bytes)))
+            .expect("a valid response")
+    });
+    Ok(or_refused(response, note))
+}
+
+/// The refusal of a node whose dcn (its `User-Agent`, `dcn/VERSION`) is
+/// older than the oldest this control plane answers.
+fn too_old(req: &Request<Incoming>) -> Option<Response<Full<Bytes>>> {
+    let agent = req.headers().get("User-Agent")?.to_str().ok()?;
+    let message = crate::release::refuse_old_node(agent)?;
+    Some(error(426, "node-too-old", &message))
 }
 
 fn protocol_too_old() -> Response<Full<Bytes>> {

@@ -7,7 +7,8 @@
 use crate::types::NodeName as Hostname;
 use crate::wire::{
     CA_PATH, CERTIFICATE_SUFFIX, CHALLENGE_PATH, CONFIG_SUFFIX, HEALTH_PATH, JOIN_PATH, NODES_PATH,
-    OLD_JOIN_PATH, PROGRESS_PATH,
+    OLD_JOIN_PATH, PROGRESS_PATH, RELEASE_SEGMENT, UPGRADE_SUFFIX, is_release_file_name,
+    is_release_id,
 };
 
 /// What a request asks for.
@@ -31,6 +32,14 @@ pub enum Route {
     ReportConfig(Hostname),
     /// `POST /v1/nodes/{host}/certificate`.
     NodeCertificate(Hostname),
+    /// `POST /v1/nodes/{host}/upgrade`.
+    NodeUpgrade(Hostname),
+    /// `GET /v1/nodes/{host}/release/{id}/{file}`.
+    ReleaseFile {
+        host: Hostname,
+        release: String,
+        file: String,
+    },
     /// `GET /v1/ca`.
     TrustedCas,
     /// A node path whose host part is not a host name (shown in the log,
@@ -56,16 +65,22 @@ impl Route {
         let Some(rest) = path.strip_prefix(NODES_PATH) else {
             return Route::NotFound;
         };
+        if let Some((name, file)) = rest.split_once(RELEASE_SEGMENT) {
+            return Self::release_file(method, name, file);
+        }
         #[derive(PartialEq)]
         enum Resource {
             Node,
             Config,
             Certificate,
+            Upgrade,
         }
         let (name, resource) = if let Some(name) = rest.strip_suffix(CONFIG_SUFFIX) {
             (name, Resource::Config)
         } else if let Some(name) = rest.strip_suffix(CERTIFICATE_SUFFIX) {
             (name, Resource::Certificate)
+        } else if let Some(name) = rest.strip_suffix(UPGRADE_SUFFIX) {
+            (name, Resource::Upgrade)
         } else {
             (rest, Resource::Node)
         };
@@ -81,6 +96,29 @@ impl Route {
             ("GET", Resource::Config) => Route::FetchConfig(hostname),
             ("POST", Resource::Config) => Route::ReportConfig(hostname),
             ("POST", Resource::Certificate) => Route::NodeCertificate(hostname),
+            ("POST", Resource::Upgrade) => Route::NodeUpgrade(hostname),
+            _ => Route::NotFound,
+        }
+    }
+
+    /// `GET {name}/release/{id}/{file}` under the nodes' prefix: the host
+    /// name, the release id and the file name each checked, so no path
+    /// reaches outside a release's folder.
+    fn release_file(method: &str, name: &str, tail: &str) -> Route {
+        if method != "GET" {
+            return Route::NotFound;
+        }
+        let Ok(host) = name.parse::<Hostname>() else {
+            return Route::NotAHostName(name.to_string());
+        };
+        match tail.split_once('/') {
+            Some((id, file)) if is_release_id(id) && is_release_file_name(file) => {
+                Route::ReleaseFile {
+                    host,
+                    release: id.to_string(),
+                    file: file.to_string(),
+                }
+            }
             _ => Route::NotFound,
         }
     }
@@ -123,6 +161,20 @@ mod tests {
                 Route::NodeCertificate(host("edge1-n1")),
             ),
             ("GET", "/v1/ca", Route::TrustedCas),
+            (
+                "POST",
+                "/v1/nodes/edge1-n1/upgrade",
+                Route::NodeUpgrade(host("edge1-n1")),
+            ),
+            (
+                "GET",
+                "/v1/nodes/edge1-n1/release/0.2.1-00ff/dcn",
+                Route::ReleaseFile {
+                    host: host("edge1-n1"),
+                    release: "0.2.1-00ff".into(),
+                    file: "dcn".into(),
+                },
+            ),
         ];
         for (method, path, want) in cases {
             assert_eq!(Route::resolve(method, path), want, "{method} {path}");
@@ -148,6 +200,16 @@ mod tests {
                 "/v1/nodes//certificate",
                 "/v1/nodes/certificate/config",
                 "/v1/nodes/config/certificate",
+                "/v1/nodes/upgrade",
+                "/v1/nodes//upgrade",
+                "/v1/nodes/release/",
+                "/v1/nodes//release/x/dcn",
+                "/v1/nodes/a/release/",
+                "/v1/nodes/a/release//",
+                "/v1/nodes/a/release/../dcn",
+                "/v1/nodes/a/release/x/../../etc/shadow",
+                "/v1/nodes/a/release/x/pool/a.deb",
+                "/v1/nodes/a/release/release/release/dcn",
                 "",
                 "/",
                 "*",
@@ -177,6 +239,19 @@ mod tests {
             Route::resolve("POST", "/v1/nodes/config/certificate"),
             Route::NodeCertificate(host("config"))
         );
+        for path in [
+            "/v1/nodes/a/release/../dcn",
+            "/v1/nodes/a/release/x/../../etc/shadow",
+            "/v1/nodes/a/release/x/pool/a.deb",
+            "/v1/nodes/a/release/x/",
+            "/v1/nodes/a/release/x/.deb",
+        ] {
+            assert_eq!(Route::resolve("GET", path), Route::NotFound, "{path}");
+        }
+        assert_eq!(
+            Route::resolve("GET", "/v1/nodes/a b/release/x/dcn"),
+            Route::NotAHostName("a b".into())
+        );
     }
 
     #[test]
@@ -189,6 +264,8 @@ mod tests {
             ("GET", "/v1/progress"),
             ("GET", "/v1/nodes/edge1-n1/certificate"),
             ("POST", "/v1/ca"),
+            ("GET", "/v1/nodes/edge1-n1/upgrade"),
+            ("POST", "/v1/nodes/edge1-n1/release/x/dcn"),
         ] {
             assert_eq!(
                 Route::resolve(method, path),

@@ -253,6 +253,7 @@ pub fn remove_node(recipes: &Recipes, host: &Host, hostname: &str) -> Result<Rem
     southbound(host.runner.as_ref()).cut_off(&[hostname.to_string()])?;
     compute.remove_host(hostname)?;
     progress.remove(&lock, hostname)?;
+    super::upgrade_state::forget(&host.files, hostname)?;
     registry.remove_node(hostname)?;
     Ok(Removed::Node)
 }

@@ -4,7 +4,8 @@
 //! it under one lock. A token is stored only as its hash; a node's
 //! credentials are its own and leave the control plane only in its join
 //! reply. Each node's progress, from its BMC to its zone, is kept beside
-//! ([`progress`]).
+//! ([`progress`]), what it last said of its upgrade
+//! ([`upgrade_state`]), and the upgrade under way ([`upgrade_campaign`]).
 
 pub mod accounts;
 pub mod admin;
@@ -16,5 +17,7 @@ mod registry;
 pub mod reserved;
 pub mod site_config;
 pub mod southbound_members;
+pub mod upgrade_campaign;
+pub mod upgrade_state;
 
 pub use registry::{AppliedConfig, Lock, NodeRecord, NodeState, Registry, Site, TokenRecord};

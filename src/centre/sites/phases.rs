@@ -46,6 +46,108 @@ pub struct NodePhase {
     /// whose join recorded it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate: Option<NodeCertificate>,
+    /// Its dcn and its upgrade (joined nodes that asked for orders, or
+    /// that an upgrade includes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<NodeUpgrade>,
+}
+
+/// A node's upgrade as the operator sees it: what it runs, and where its
+/// turn in the upgrade under way stands (its own reports, and the
+/// centre's verdict).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeUpgrade {
+    /// The dcn it last said it runs.
+    pub dcn_version: Option<String>,
+    /// The edge release it runs.
+    pub runs: Option<String>,
+    /// The release of the upgrade under way that includes it.
+    pub release: Option<String>,
+    /// `waiting`, then what the node reports (`staging`, `staged`,
+    /// `applying`, `applied`, `failed`), then the centre's `upgraded` or
+    /// `failed`.
+    pub phase: Option<String>,
+    pub detail: Option<String>,
+    /// When it entered that phase.
+    pub since: Option<String>,
+    /// The last lines of its output, with `failed`.
+    pub log: Vec<String>,
+    /// Packages its upgrade changes, units it restarted, guests left on
+    /// the qemu it replaced (until their next restart).
+    pub changes: Vec<String>,
+    pub restarted: Vec<String>,
+    pub guests_on_old_qemu: Vec<String>,
+    /// Its image cache (nova's names: the SHA-1 of each image id).
+    pub image_cache: Vec<String>,
+}
+
+impl NodeUpgrade {
+    /// From the node's last report and the upgrade under way, if either.
+    pub fn of(
+        state: Option<&super::upgrade_state::NodeUpgradeState>,
+        campaign: Option<&super::upgrade_campaign::Campaign>,
+        hostname: &str,
+    ) -> Option<NodeUpgrade> {
+        use super::upgrade_campaign::Outcome;
+        let turn = campaign.and_then(|c| {
+            (c.nodes.iter())
+                .find(|n| n.hostname == hostname)
+                .map(|n| (c, n))
+        });
+        if state.is_none() && turn.is_none() {
+            return None;
+        }
+        let mut u = NodeUpgrade {
+            dcn_version: state.map(|s| s.dcn_version.clone()),
+            runs: state.and_then(|s| s.runs.clone()),
+            image_cache: state.map(|s| s.image_cache.clone()).unwrap_or_default(),
+            ..NodeUpgrade::default()
+        };
+        let Some((c, node)) = turn else {
+            return Some(u);
+        };
+        u.release = Some(c.release.id.clone());
+        let reported =
+            (state.and_then(|s| s.progress.as_ref())).filter(|p| p.release == c.release.id);
+        if let Some(p) = reported {
+            u.phase = Some(p.phase.to_string());
+            u.detail = p.detail.clone();
+            u.since = state.and_then(|s| s.phase_since.clone());
+            u.log = p.log.clone();
+            u.changes = p.changes.clone();
+            u.restarted = p.restarted.clone();
+            u.guests_on_old_qemu = p.guests_on_old_qemu.clone();
+        }
+        match &node.outcome {
+            Some(Outcome::Upgraded { at }) => {
+                u.phase = Some("upgraded".into());
+                u.detail = None;
+                u.since = Some(at.clone());
+            }
+            Some(Outcome::Failed { reason, at }) => {
+                u.phase = Some("failed".into());
+                u.detail = Some(reason.clone());
+                u.since = Some(at.clone());
+            }
+            None if reported.is_none() => u.phase = Some("waiting".into()),
+            None => {}
+        }
+        Some(u)
+    }
+
+    /// The UPGRADE column: the dcn a node runs, or where its turn stands
+    /// and the release it goes to.
+    pub fn cell(&self) -> String {
+        let to = (self.release.as_deref())
+            .map(|r| r.split('-').next().unwrap_or(r).to_string())
+            .unwrap_or_default();
+        match self.phase.as_deref() {
+            Some("upgraded") => format!("upgraded {to}"),
+            Some(p) => format!("{p} → {to}"),
+            None => self.dcn_version.clone().unwrap_or_else(|| "-".into()),
+        }
+    }
 }
 
 /// Where a node's certificate stands.
@@ -142,6 +244,7 @@ impl NodePhase {
             config: None,
             planes: None,
             certificate: None,
+            upgrade: None,
         }
     }
 
@@ -186,6 +289,7 @@ impl NodePhase {
             config: n.config.clone(),
             planes: None,
             certificate: None,
+            upgrade: None,
         }
     }
 }
@@ -197,6 +301,7 @@ pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecor
     let mut progress = ProgressStore::new(files).all()?;
     let renew =
         crate::deployment::saved_config(files).map_or(33, |c| c.certificates.renew_when_left.0);
+    let campaign = super::upgrade_campaign::Campaign::load(files)?;
     let mut out: Vec<(Option<NodeRecord>, NodePhase)> = nodes
         .into_iter()
         .map(|n| {
@@ -209,6 +314,12 @@ pub fn all_hosts(files: &Files, now: SystemTime) -> Result<Vec<(Option<NodeRecor
             (Some(n), phase)
         })
         .collect();
+    for (node, phase) in out.iter_mut() {
+        if let Some(n) = node {
+            let state = super::upgrade_state::load(files, &n.hostname)?;
+            phase.upgrade = NodeUpgrade::of(state.as_ref(), campaign.as_ref(), &n.hostname);
+        }
+    }
     out.extend(
         progress
             .iter()
@@ -286,6 +397,7 @@ impl fmt::Display for SiteStatus {
             Column::new("LAST-REPORT", 24).at_least(14),
             Column::new("CONFIG", 32).at_least(10),
             Column::new("CERT", 16).at_least(7),
+            Column::new("UPGRADE", 32).at_least(9),
             Column::new("ERROR", 60),
         ])
         .gap(1);
@@ -297,6 +409,7 @@ impl fmt::Display for SiteStatus {
                 &age(n.last_report.as_deref(), self.now),
                 &config_cell(n.config.as_deref(), self.config_revision),
                 n.certificate.as_ref().map_or("-", |c| c.state.as_str()),
+                &n.upgrade.as_ref().map_or("-".into(), NodeUpgrade::cell),
                 n.last_error.as_ref().map_or("-", |e| e.reason.as_str()),
             ]);
         }
@@ -326,6 +439,36 @@ impl fmt::Display for SiteStatus {
             )?;
             for line in &e.log {
                 writeln!(f, "    {line}")?;
+            }
+        }
+        for n in &self.nodes {
+            let Some(u) = &n.upgrade else { continue };
+            let (Some(release), Some(phase)) = (&u.release, &u.phase) else {
+                continue;
+            };
+            match phase.as_str() {
+                "failed" => {
+                    write!(
+                        f,
+                        "\n{}: upgrade to {release} failed{}: {}\n",
+                        n.hostname,
+                        u.since
+                            .as_deref()
+                            .map(|t| format!(" at {t}"))
+                            .unwrap_or_default(),
+                        u.detail.as_deref().unwrap_or("(no reason given)")
+                    )?;
+                    for line in &u.log {
+                        writeln!(f, "    {line}")?;
+                    }
+                }
+                "upgraded" if !u.guests_on_old_qemu.is_empty() => writeln!(
+                    f,
+                    "\n{}: guests still on the qemu the upgrade replaced (they take the new one at their next restart): {}",
+                    n.hostname,
+                    u.guests_on_old_qemu.join(", ")
+                )?,
+                _ => {}
             }
         }
         for n in &self.nodes {
