@@ -7,3 +7,4 @@
 
 pub mod install;
 pub mod join;
+pub mod upgrade;

@@ -233,6 +233,86 @@ impl JoinClient {
         Self::decode(resp, "the certificate check")
     }
 
+    /// Say how this node's upgrade goes and get its order (30 s at most);
+    /// `None` from a control plane whose dcn has no upgrades (it answers
+    /// 404): a node then has nothing to do.
+    pub fn upgrade_check(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        check: &UpgradeCheck,
+    ) -> Result<Option<UpgradeOrder>> {
+        let resp = self
+            .http
+            .post(format!(
+                "{}{NODES_PATH}{hostname}{UPGRADE_SUFFIX}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .json(&check.clone().bounded())
+            .timeout(Duration::from_secs(30))
+            .send_checked()
+            .with_context(|| format!("asking {} for this node's upgrade orders", self.base))?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Self::decode(resp, "the upgrade check").map(Some)
+    }
+
+    /// A piece of a release file from byte `offset` (at most
+    /// [`RELEASE_CHUNK`] bytes, 120 s at most): its bytes and the file's
+    /// whole size.
+    pub fn release_piece(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        release: &str,
+        file: &str,
+        offset: u64,
+    ) -> Result<(Vec<u8>, u64)> {
+        use std::io::Read;
+        let what = format!("{file} of release {release}");
+        let resp = self
+            .http
+            .get(format!(
+                "{}{NODES_PATH}{hostname}{RELEASE_SEGMENT}{release}/{file}",
+                self.base
+            ))
+            .bearer_auth(node_secret)
+            .header("Range", format!("bytes={offset}-"))
+            .timeout(Duration::from_secs(120))
+            .send_checked()
+            .with_context(|| format!("fetching {what} from {}", self.base))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Self::decode::<serde_json::Value>(resp, &format!("the request for {what}"))
+                .and_then(|_| anyhow::bail!("{what}: the join service answered {status}"));
+        }
+        let size = match status.as_u16() {
+            206 => (resp.headers().get("Content-Range"))
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.rsplit_once('/'))
+                .and_then(|(range, size)| {
+                    let start = range.strip_prefix("bytes ")?.split_once('-')?.0;
+                    (start.parse::<u64>().ok()? == offset).then_some(size)
+                })
+                .and_then(|s| s.parse::<u64>().ok())
+                .with_context(|| {
+                    format!("{what}: the join service's Content-Range is not the range asked for")
+                })?,
+            _ if offset == 0 => resp.content_length().unwrap_or(0),
+            _ => anyhow::bail!("{what}: the join service sent the whole file for a range"),
+        };
+        let mut bytes = Vec::new();
+        resp.take(RELEASE_CHUNK + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("reading {what}"))?;
+        if bytes.len() as u64 > RELEASE_CHUNK || offset + bytes.len() as u64 > size {
+            anyhow::bail!("{what}: the join service sent more than it said");
+        }
+        Ok((bytes, size))
+    }
+
     /// Tell the centre which revision this node runs (10 s at most).
     pub fn config_applied(
         &self,

@@ -95,6 +95,7 @@ pub fn join(recipes: &Recipes, host: &Host, opts: &JoinOptions) -> Result<JoinRe
         reporter: Reporter::off(),
     };
     let _lock = node_lock(host)?;
+    crate::release::refuse_if_newer(&host.files, "join it again")?;
     let previous = Deployment::load(&host.files)?;
     let bundle = timer.step("verify the bundle", || {
         verify(recipes, opts, previous.as_ref())
@@ -168,15 +169,18 @@ fn join_verified(
         .reporter
         .use_credential(credentials.node_secret.clone());
     timer.step("install and configure the compute services", || {
-        edge::deploy(
-            recipes,
-            host,
-            bundle,
-            &credentials,
-            &hostname,
+        edge::keep_manifest(&host.files, &bundle.manifest)?;
+        let trusted = bundle.trusted_pem();
+        let deploy = edge::Deploy {
+            manifest: &bundle.manifest,
+            trusted_pem: Some(&trusted),
+            creds: &credentials,
+            hostname: &hostname,
             address,
-            &opts.packages,
-        )
+            source: &opts.packages,
+            upgrade: false,
+        };
+        edge::deploy(recipes, host, &deploy).map(|_| ())
     })?;
     // `--timeout` again: the install has bounds of its own, and a slow one
     // (nova-compute on a busy host) must not eat this step's time.

@@ -80,7 +80,7 @@ pub fn join_and_start(recipes: &Recipes, opts: &ChassisOptions) -> Result<Vec<Ch
         bundle.trusted_pem().as_bytes(),
         &FileSpec::public(),
     )?;
-    crate::edge::join::edge::write_hosts(&files, &bundle)?;
+    crate::edge::join::edge::write_hosts(&files, &bundle.manifest)?;
     if opts.compute.is_some() {
         // Where nova-compute's rendered config reads the control plane's CA.
         files.write(

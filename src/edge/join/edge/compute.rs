@@ -3,7 +3,7 @@
 //! the phases that install, configure and start them.
 
 use super::credentials::{Credentials, NODE_CERT, NODE_KEY};
-use crate::bundle::VerifiedBundle;
+use crate::bundle::Manifest;
 use crate::deploy::{CertSource, Plan};
 use crate::deployment::{Deployment, Record};
 use crate::engine::{self, Phase};
@@ -44,51 +44,50 @@ impl CertSource for NodeCerts {
     }
 }
 
+/// How a deploy goes: a join, or an upgrade to a new release.
+pub struct Deploy<'a> {
+    pub manifest: &'a Manifest,
+    /// The CAs to trust (PEM), from the bundle: a join writes them; an
+    /// upgrade leaves what the node trusts now (a CA rotation may have
+    /// changed it since the join).
+    pub trusted_pem: Option<&'a str>,
+    pub creds: &'a Credentials,
+    pub hostname: &'a str,
+    pub address: IpAddr,
+    pub source: &'a PackageSource,
+    /// Also bring every installed package to the source's version.
+    pub upgrade: bool,
+}
+
 /// Write the host's view of the control plane (hosts entries, the CA),
-/// then install, configure and start the compute services.
-pub fn deploy(
-    recipes: &Recipes,
-    host: &Host,
-    bundle: &VerifiedBundle,
-    creds: &Credentials,
-    hostname: &str,
-    address: IpAddr,
-    source: &PackageSource,
-) -> Result<()> {
+/// then install, configure and start the compute services; what ran.
+pub fn deploy(recipes: &Recipes, host: &Host, d: &Deploy) -> Result<engine::RunReport> {
+    let (manifest, creds, hostname, address) = (d.manifest, d.creds, d.hostname, d.address);
     let files = &host.files;
     files.ensure_dir(crate::paths::ETC_DIR, &FileSpec::public_dir())?;
-    files.write(
-        crate::paths::PUBLIC_CA,
-        bundle.trusted_pem().as_bytes(),
-        &FileSpec::public(),
-    )?;
-    write_hosts(files, bundle)?;
+    if let Some(pem) = d.trusted_pem {
+        files.write(crate::paths::PUBLIC_CA, pem.as_bytes(), &FileSpec::public())?;
+    }
+    write_hosts(files, manifest)?;
     let services: Vec<String> = recipes
         .services_for_roles(&["edge"])?
         .iter()
         .map(|s| s.service.clone())
         .collect();
     let facts = crate::host::facts::HostFacts::detect(files.root());
-    let values = Arc::new(values(
-        recipes,
-        &bundle.manifest,
-        creds,
-        hostname,
-        address,
-        &facts,
-    )?);
+    let values = Arc::new(values(recipes, manifest, creds, hostname, address, &facts)?);
     // The site config this node applied since it joined wins over the
     // bundle's (the control plane's at export): one writer per drop-in.
     let custom: BTreeMap<String, String> =
         match crate::edge::join::config_sync::Applied::load(host)? {
             Some(applied) => applied.services,
-            None => (bundle.manifest.custom_service_config.iter())
+            None => (manifest.custom_service_config.iter())
                 .map(|(key, text)| (key.clone(), text.as_str().to_string()))
                 .collect(),
         };
     files.write(
         crate::edge::join::config_sync::JOIN_ENDPOINT,
-        format!("{}\n", bundle.manifest.control_plane.join_endpoint).as_bytes(),
+        format!("{}\n", manifest.control_plane.join_endpoint).as_bytes(),
         &FileSpec::public(),
     )?;
     let plan = Plan {
@@ -96,10 +95,10 @@ pub fn deploy(
         services: services.clone(),
         values,
         custom_config: custom,
-        source: source.clone(),
+        source: d.source.clone(),
         certs: Arc::new(NodeCerts),
     };
-    let mut packages = plan.packages_phase();
+    let mut packages = plan.packages_phase_for(d.upgrade);
     packages.steps.insert(
         0,
         Box::new(Record(Deployment {
@@ -110,18 +109,16 @@ pub fn deploy(
             site: Some(creds.site.clone()),
         })),
     );
-    let phases: Vec<Phase> = vec![
-        packages,
-        plan.configure_phase()?,
-        plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?,
-    ];
+    let mut compute = plan.service_phase(ServicePhase::Compute, "compute", BTreeMap::new())?;
+    compute.steps.push(Box::new(crate::release::RecordRelease));
+    let phases: Vec<Phase> = vec![packages, plan.configure_phase()?, compute];
     let report = engine::run(&phases, host)?;
     tracing::info!("    {} step(s) applied", report.applied());
-    Ok(())
+    Ok(report)
 }
 
 /// The control plane's names in /etc/hosts, in a block dcn owns.
-pub(crate) fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> {
+pub(crate) fn write_hosts(files: &Files, manifest: &Manifest) -> Result<()> {
     const BEGIN: &str = "# BEGIN dcn: control plane (managed by dcn join)";
     const END: &str = "# END dcn";
     let current = files.read_string(HOSTS)?.unwrap_or_default();
@@ -138,7 +135,7 @@ pub(crate) fn write_hosts(files: &Files, bundle: &VerifiedBundle) -> Result<()> 
         }
     }
     let mut block = format!("{BEGIN}\n");
-    for h in &bundle.manifest.hosts {
+    for h in &manifest.hosts {
         let names: Vec<String> = h.names.iter().map(|n| n.to_string()).collect();
         block.push_str(&format!("{}\t{}\n", h.address, names.join(" ")));
     }

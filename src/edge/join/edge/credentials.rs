@@ -19,6 +19,28 @@ const NODE_DIR: &str = "/var/lib/dcn/node";
 pub(crate) const NODE_KEY: &str = "/var/lib/dcn/node/node.key";
 pub(crate) const NODE_CERT: &str = "/var/lib/dcn/node/node.crt";
 pub(in crate::edge::join) const CREDENTIALS: &str = "/var/lib/dcn/node/credentials.yaml";
+/// The bundle's manifest (no secret in it), kept so an upgrade renders
+/// the node's services again without the bundle, which may be gone or
+/// expired by then.
+pub(crate) const MANIFEST: &str = "/var/lib/dcn/node/manifest.json";
+
+/// Keep the manifest of the bundle this node joined with.
+pub fn keep_manifest(files: &Files, manifest: &crate::bundle::Manifest) -> Result<()> {
+    files.ensure_dir(NODE_DIR, &FileSpec::private_dir())?;
+    let text = serde_json::to_string_pretty(manifest)? + "\n";
+    files.write(MANIFEST, text.as_bytes(), &FileSpec::secret())?;
+    Ok(())
+}
+
+/// The manifest this node joined with, if a dcn that keeps it joined it.
+pub fn kept_manifest(files: &Files) -> Result<Option<crate::bundle::Manifest>> {
+    match files.read_string(MANIFEST)? {
+        None => Ok(None),
+        Some(t) => serde_json::from_str(&t).map(Some).with_context(|| {
+            format!("{MANIFEST} is damaged; run `dcn join` with the site's bundle again")
+        }),
+    }
+}
 
 /// What the join reply gave this node, kept for re-runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 mod compute;
 mod credentials;
 
-pub use compute::deploy;
+pub use compute::{Deploy, deploy};
 // The scale harness writes a carrier's view of the control plane as an edge does.
 pub(crate) use compute::write_hosts;
 // For the recipes' render tests, which render an edge's values.
@@ -17,7 +17,7 @@ pub(crate) use compute::values as compute_values;
 #[cfg(test)]
 pub(in crate::edge::join) use credentials::CREDENTIALS;
 pub(crate) use credentials::{Credentials, NODE_CERT, NODE_KEY, csr};
-pub use credentials::{kept, request};
+pub use credentials::{keep_manifest, kept, kept_manifest, request};
 
 use super::client::JoinClient;
 use crate::bundle::VerifiedBundle;
