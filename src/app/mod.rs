@@ -10,6 +10,7 @@ mod join;
 mod lab;
 mod preflight;
 mod reset;
+mod site_upgrade;
 mod sites;
 mod standalone;
 mod upgrade;

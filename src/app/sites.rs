@@ -21,6 +21,8 @@ pub fn site(cmd: SiteCommand, recipes: &Recipes) -> Result<ExitCode> {
                 OutputFormat::Text => print!("{status}"),
             }
         }
+        SiteCommand::Upgrade(args) => return super::site_upgrade::upgrade(args, recipes),
+        SiteCommand::CacheImage(args) => return super::site_upgrade::cache_image(args),
         SiteCommand::Deploy(args) => {
             let report = crate::centre::site_deploy::run(
                 recipes,
@@ -76,12 +78,23 @@ pub fn node(cmd: NodeCommand, recipes: &Recipes) -> Result<ExitCode> {
                 OutputFormat::Text => print!("{view}"),
             }
         }
-        NodeCommand::SyncConfig => match crate::edge::join::config_sync::sync(recipes, &host)? {
-            None => println!(
-                "a dcn join is running on this host; the next sync applies the site config"
-            ),
-            Some(synced) => print_synced(&synced),
-        },
+        NodeCommand::SyncConfig => {
+            let synced = crate::edge::join::config_sync::sync(recipes, &host);
+            // The upgrade orders, whatever became of the config (not
+            // while a join runs: it holds the node).
+            if !matches!(synced, Ok(None))
+                && let Err(e) = crate::edge::upgrade::check_in(&host)
+            {
+                tracing::warn!("asking for this node's upgrade orders: {e:#}");
+            }
+            match synced? {
+                None => println!(
+                    "a dcn join is running on this host; the next sync applies the site config"
+                ),
+                Some(synced) => print_synced(&synced),
+            }
+        }
+        NodeCommand::Upgrade => println!("{}", crate::edge::upgrade::run(recipes, &host)?),
         NodeCommand::TrustCa { ca_pin } => {
             let pin: crate::pki::Pin = ca_pin.parse()?;
             let done = crate::edge::join::node_cert::trust_ca(recipes, &host, &pin)?;

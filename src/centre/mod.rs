@@ -15,6 +15,8 @@ pub mod edge_release;
 pub mod renewal;
 pub mod serve;
 pub mod site_deploy;
+pub mod site_images;
+pub mod site_upgrade;
 pub mod sites;
 pub mod standalone;
 pub mod upgrade;

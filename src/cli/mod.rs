@@ -22,7 +22,7 @@ pub use config::ConfigCommand;
 pub use join::JoinArgs;
 pub use lab::{LabCommand, LabDirArgs, LabUpArgs, LinkState};
 pub use preflight::{HostRole, PreflightArgs};
-pub use sites::{NodeCommand, SiteCommand, SiteDeployArgs};
+pub use sites::{NodeCommand, SiteCacheImageArgs, SiteCommand, SiteDeployArgs, SiteUpgradeArgs};
 pub use standalone::{InitArgs, InitPhase, StandaloneCommand};
 pub use upgrade::UpgradeArgs;
 

@@ -60,6 +60,65 @@ pub enum SiteCommand {
     /// placed nodes are left alone, failed ones retried from where they
     /// failed.
     Deploy(SiteDeployArgs),
+    /// Upgrade edge sites to what the control plane runs: its dcn and its packages, node by node
+    ///
+    /// On the control plane, after `dcn upgrade` brought it to a new dcn or new packages. Builds the
+    /// edge release (the control plane's dcn binary, and the packages an edge is made of at the
+    /// versions the control plane runs, from its package source) and serves it through the join
+    /// service. Every node of the sites stages it while it keeps working; then the canary applies it
+    /// alone, then batches of --batch nodes, each after the last is seen on the release (its
+    /// nova-compute up and reporting, its chassis answering, its site config current). A node that
+    /// fails stops new turns once --max-failures have failed; its reason and last log lines show
+    /// here and in `dcn site status`. Running the same command again resumes: upgraded nodes are
+    /// left alone, failed ones get their turn again. Running guests keep running; guests left on a
+    /// replaced qemu are named, not restarted. With --plan: the release, what changed in it, each
+    /// node's dcn and its turn; nothing is ordered.
+    Upgrade(SiteUpgradeArgs),
+    /// Pre-cache images on every compute node of a site, so its first servers do not pull them over the WAN
+    ///
+    /// Asks nova to cache each image (and the kernel and ramdisk images it boots with) on the hosts
+    /// of the site's aggregate (nova's aggregate image cache), then follows each node's image cache
+    /// as it reports it, until every node has every image or --timeout passes.
+    CacheImage(SiteCacheImageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SiteUpgradeArgs {
+    /// The sites, upgraded in this order
+    #[arg(required = true)]
+    pub sites: Vec<crate::types::SiteName>,
+    /// Show the release and the order; order nothing
+    #[arg(long)]
+    pub plan: bool,
+    /// The node that goes first, alone (one of the sites' nodes)
+    #[arg(long, value_name = "HOST")]
+    pub canary: Option<String>,
+    /// Nodes that apply at once after the canary
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub batch: u16,
+    /// Stop giving nodes their turn once this many have failed
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub max_failures: u16,
+    /// How long a node may take from its turn until it has applied the release
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub node_timeout: std::time::Duration,
+    /// How long the control plane waits, after a node applied, to see it up on the release
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub verify_timeout: std::time::Duration,
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct SiteCacheImageArgs {
+    /// The site
+    pub site: crate::types::SiteName,
+    /// The images (names or ids)
+    #[arg(required = true)]
+    pub images: Vec<String>,
+    /// How long to follow the nodes' caches
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +165,16 @@ pub enum NodeCommand {
     /// Writes the drop-ins that differ, restarts the services whose drop-in
     /// changed, and reports the revision to the control plane.
     SyncConfig,
+    /// On a joined edge: do what the control plane's upgrade orders this node (stage, or apply, a release)
+    ///
+    /// Started by the config sync (as dcn-node-upgrade.service) when `dcn site upgrade` on the control
+    /// plane includes this node. Asks for its order; fetches the release's dcn and hands over to it;
+    /// stages the packages this node needs (while it keeps working); on its turn installs them, renders
+    /// the services' files again and restarts only what changed, then waits for its chassis and its
+    /// guests' ports. Reports each phase to the control plane (`dcn site status`). A node on a dcn
+    /// before 0.2.0 is brought over once by hand: copy the control plane's dcn to /usr/local/bin/dcn
+    /// and run `dcn join` with the site's bundle (an expired one will do).
+    Upgrade,
     /// On an edge that missed a CA rotation: trust the control plane's CAs again
     ///
     /// Fetches the CAs the join service offers, keeps them only if one has the pin
