@@ -350,13 +350,26 @@ impl<'a> Apt<'a> {
             .context("keeping services from starting during the install")?;
         // An install a power cut interrupted leaves packages unpacked but
         // not configured, and apt-get refuses to go on until dpkg finishes
-        // them (a no-op otherwise).
+        // them (a no-op otherwise). A package whose maintainer script
+        // fails stays half-configured and fails here again: apt goes on,
+        // and a newer version it installs replaces it (the fix published
+        // after a failed upgrade); if none does, apt fails with dpkg's
+        // words.
         let finished = self.runner.run(
             &Cmd::new("finishing an interrupted package install", "dpkg")
                 .env("DEBIAN_FRONTEND", "noninteractive")
                 .args(["--force-confdef", "--force-confold", "--configure", "-a"])
-                .timeout(INSTALL_TIMEOUT),
+                .timeout(INSTALL_TIMEOUT)
+                .unchecked(),
         );
+        if let Ok(out) = &finished
+            && !out.success()
+        {
+            tracing::warn!(
+                "dpkg could not finish what an earlier install left half-done (apt goes on):\n{}",
+                super::command::tail_lines(&format!("{}{}", out.stdout, out.stderr), 10)
+            );
+        }
         let result = finished.and_then(|_| {
             self.runner.run(
                 &Cmd::new(what, "apt-get")

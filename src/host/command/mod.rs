@@ -52,12 +52,7 @@ pub fn check_output(cmd: &Cmd, out: CmdOutput) -> Result<CmdOutput> {
         Some(c) => format!("exit status {c}"),
         None => "killed by a signal".to_string(),
     };
-    let tail = tail_lines(&out.stderr, STDERR_TAIL_LINES);
-    let tail = if tail.is_empty() {
-        tail_lines(&out.stdout, STDERR_TAIL_LINES)
-    } else {
-        tail
-    };
+    let tail = failure_tail(&out);
     bail!(
         "{}: `{}` failed with {status}{}",
         cmd.description,
@@ -70,8 +65,59 @@ pub fn check_output(cmd: &Cmd, out: CmdOutput) -> Result<CmdOutput> {
     )
 }
 
+/// What a failed command said last: the tail of its stderr, and when
+/// that says little (apt's "E: Sub-process /usr/bin/dpkg returned an
+/// error code", while dpkg's own errors and the maintainer scripts' went
+/// to stdout through apt's terminal), the last lines of stdout before it.
+fn failure_tail(out: &CmdOutput) -> String {
+    let err = tail_lines(&out.stderr, STDERR_TAIL_LINES);
+    let said = err.lines().count();
+    if said >= 3 {
+        return err;
+    }
+    let before = tail_lines(&out.stdout, STDERR_TAIL_LINES - said);
+    [before, err]
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The last `n` non-empty lines of `text`.
 pub fn tail_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_says_what_the_command_said_last_on_either_stream() {
+        let cmd = Cmd::new("upgrading the installed packages", "apt-get").arg("dist-upgrade");
+        // apt: dpkg's errors on stdout, one line of its own on stderr.
+        let apt = CmdOutput {
+            code: Some(100),
+            stdout: "Setting up haproxy (2.6.12-1+dcn1) ...\nhaproxy postinst: refusing\ndpkg: error processing package haproxy (--configure):\n".into(),
+            stderr: "E: Sub-process /usr/bin/dpkg returned an error code (1)\n".into(),
+        };
+        let e = check_output(&cmd, apt).unwrap_err().to_string();
+        assert!(
+            e.ends_with("haproxy postinst: refusing\ndpkg: error processing package haproxy (--configure):\nE: Sub-process /usr/bin/dpkg returned an error code (1)"),
+            "{e}"
+        );
+        assert!(e.starts_with("upgrading the installed packages: `apt-get dist-upgrade` failed with exit status 100:\n"), "{e}");
+        // A command that explains itself on stderr: stderr alone.
+        let talkative = CmdOutput {
+            code: Some(1),
+            stdout: "noise\n".into(),
+            stderr: "one\ntwo\nthree\n".into(),
+        };
+        let e = check_output(&cmd, talkative).unwrap_err().to_string();
+        assert!(
+            e.ends_with(":\none\ntwo\nthree") && !e.contains("noise"),
+            "{e}"
+        );
+    }
 }
