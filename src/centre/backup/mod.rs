@@ -21,13 +21,18 @@ pub const STATE_PART: &str = "dcn-state";
 
 /// What of dcn's state directory a backup leaves out: the deployment
 /// journal (a restore runs every step again, each checking the world), the
-/// records of schema syncs under way, and lock files.
+/// records of schema syncs under way, lock files, and the edge release
+/// (hundreds of MB of packages, built again from the package source by
+/// the next `dcn site upgrade`).
 pub fn state_excluded(path: &str) -> bool {
+    let under = |dir: &str| {
+        path.strip_prefix(dir)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
     path == crate::paths::JOURNAL_FILE
         || path.ends_with(".lock")
-        || path
-            .strip_prefix(crate::paths::SCHEMA_SYNCS_DIR)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        || under(crate::paths::SCHEMA_SYNCS_DIR)
+        || under(crate::centre::edge_release::DIR)
 }
 
 /// Where a restore may write: dcn's state directory and the paths the
@@ -40,4 +45,29 @@ pub fn restorable_roots(recipes: &crate::recipes::Recipes) -> Vec<String> {
         }
     }
     roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backup_leaves_out_what_a_restore_makes_again() {
+        for out in [
+            "/var/lib/dcn/journal.json",
+            "/var/lib/dcn/registry.lock",
+            "/var/lib/dcn/schema-syncs/nova",
+            "/var/lib/dcn/edge-release",
+            "/var/lib/dcn/edge-release/pool/libc6_2.36_amd64.deb",
+        ] {
+            assert!(state_excluded(out), "{out}");
+        }
+        for kept in [
+            "/var/lib/dcn/pki/ca.key",
+            "/var/lib/dcn/edge-releases",
+            "/var/lib/dcn/upgrade/campaign.json",
+        ] {
+            assert!(!state_excluded(kept), "{kept}");
+        }
+    }
 }
