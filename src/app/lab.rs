@@ -108,11 +108,24 @@ pub(super) fn lab(cmd: LabCommand, recipes: &Recipes) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&joins)?);
             Ok(ExitCode::SUCCESS)
         }
-        LabCommand::Link { dir, host, state } => {
+        LabCommand::Link {
+            dir,
+            host,
+            state,
+            rate,
+        } => {
+            if rate.is_some() && state == LinkState::Down {
+                anyhow::bail!("--rate goes with `up`: a link that is down carries nothing");
+            }
             crate::lab::link(&dir.dir, &host, state == LinkState::Up)?;
+            if let Some(rate) = &rate {
+                crate::lab::link_rate(&dir.dir, &host, rate)?;
+            }
             println!(
-                "{host}: link {}",
-                if state == LinkState::Up { "up" } else { "down" }
+                "{host}: link {}{}",
+                if state == LinkState::Up { "up" } else { "down" },
+                rate.map(|r| format!(", {r} toward {host}"))
+                    .unwrap_or_default()
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -92,6 +92,10 @@ pub enum LabCommand {
         host: String,
         /// down cuts the link, up restores it
         state: LinkState,
+        /// With up: the link carries at most this toward the host (a WAN's bandwidth: `8mbit`,
+        /// `500kbit`), or `off` for the full speed of the lab's veth
+        #[arg(long, value_name = "RATE|off", value_parser = crate::lab::parse_rate)]
+        rate: Option<crate::lab::Rate>,
     },
     /// Publish Debian packages in the lab's package source (its own layer over the cache), as an operator adds them to a local repository
     Publish {

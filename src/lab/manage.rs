@@ -328,6 +328,18 @@ pub fn exec(dir: &Path, host: &str, argv: &[String]) -> Result<i32> {
     run_inherited(&ContainerRunner::new(init).wrap(&cmd), true)
 }
 
+/// Limit what a host's link carries toward it (`Rate::Off`: no limit):
+/// the bandwidth of a WAN link, so what crosses it takes the time it
+/// would.
+pub fn link_rate(dir: &Path, host: &str, rate: &net::Rate) -> Result<()> {
+    require_root()?;
+    let (files, dir) = (Files::new("/", false), &absolute(dir)?);
+    let state =
+        LabState::load(&files, dir)?.with_context(|| format!("no lab in {}", dir.display()))?;
+    let h = state.host(host)?;
+    net::set_rate(&SystemRunner::new(false), &h.router_link, rate)
+}
+
 /// Cut (`up == false`) or restore a host's link to the router.
 pub fn link(dir: &Path, host: &str, up: bool) -> Result<()> {
     require_root()?;

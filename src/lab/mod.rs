@@ -30,9 +30,10 @@ pub mod tempest;
 mod up;
 
 pub use manage::{
-    HostStatus, LabStatus, Replaced, Restarted, VmStatus, down, exec, link, replace, restart,
-    status,
+    HostStatus, LabStatus, Replaced, Restarted, VmStatus, down, exec, link, link_rate, replace,
+    restart, status,
 };
+pub use net::{Rate, parse_rate};
 pub use nsenter::ContainerRunner;
 pub use report::{EdgeJoin, PhaseTime, Report};
 pub use state::{HostState, LabState, VmKind, VmState};

@@ -233,6 +233,72 @@ pub fn set_link(runner: &dyn Runner, router_link: &str, up: bool) -> Result<()> 
     )
 }
 
+/// What a link carries toward its host at most.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rate {
+    /// The veth's full speed.
+    Off,
+    /// `tc`'s notation: `8mbit`, `500kbit`.
+    Limit(String),
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rate::Off => f.write_str("full speed"),
+            Rate::Limit(r) => write!(f, "at most {r}"),
+        }
+    }
+}
+
+/// `8mbit`, `500kbit`, `1gbit` (a number and a unit), or `off`.
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    if s == "off" {
+        return Ok(Rate::Off);
+    }
+    let digits = s.chars().take_while(char::is_ascii_digit).count();
+    let (n, unit) = s.split_at(digits);
+    match (n.parse::<u64>(), unit) {
+        (Ok(n), "kbit" | "mbit" | "gbit") if n > 0 && n < 1_000_000 => Ok(Rate::Limit(s.into())),
+        _ => Err(format!(
+            "{s:?} is not a rate: write a number and kbit, mbit or gbit (8mbit), or off"
+        )),
+    }
+}
+
+/// Shape what `router_link` sends toward its host (a token bucket at
+/// `rate`: the WAN's bandwidth), or take the shaping off.
+pub fn set_rate(runner: &dyn Runner, router_link: &str, rate: &Rate) -> Result<()> {
+    let ns = router_ns();
+    // Replacing nothing is no error: clear what was there first.
+    runner.run(
+        &Cmd::new(format!("clearing the rate of {router_link}"), "tc")
+            .args(["-n", &ns, "qdisc", "del", "dev", router_link, "root"])
+            .unchecked(),
+    )?;
+    if let Rate::Limit(r) = rate {
+        runner.run(
+            &Cmd::new(format!("limiting {router_link} to {r}"), "tc").args([
+                "-n",
+                &ns,
+                "qdisc",
+                "add",
+                "dev",
+                router_link,
+                "root",
+                "tbf",
+                "rate",
+                r,
+                "burst",
+                "32kbit",
+                "latency",
+                "400ms",
+            ]),
+        )?;
+    }
+    Ok(())
+}
+
 /// The lab's namespaces (named in /run/netns), sorted.
 pub fn lab_namespaces(files: &Files) -> Vec<String> {
     files
@@ -331,6 +397,17 @@ mod tests {
             e2.router_link.len() <= 15,
             "interface names are at most 15 bytes"
         );
+    }
+
+    #[test]
+    fn rates_are_a_number_and_a_unit_or_off() {
+        assert_eq!(parse_rate("8mbit"), Ok(Rate::Limit("8mbit".into())));
+        assert_eq!(parse_rate("off"), Ok(Rate::Off));
+        for bad in [
+            "", "8", "mbit", "8 mbit", "0mbit", "8mb", "-1kbit", "8mbit;x",
+        ] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
