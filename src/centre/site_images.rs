@@ -1,12 +1,15 @@
 //! `dcn site cache-image SITE IMAGE...`: images put on every compute node
 //! of a site before its first servers need them. Each image is resolved
-//! with the kernel and ramdisk images it boots with; nova is asked to
-//! cache them all on the site's aggregate; then each node's image cache,
-//! as the node reports it with its checks (every 30 s), is followed until
+//! with the kernel and ramdisk images it boots with. Nova is asked to
+//! cache the disk images on the site's aggregate (its image cache API);
+//! the kernels and ramdisks, which that request refuses, are kept here and
+//! listed for the site, and its nodes put them in nova's cache themselves
+//! (`crate::centre::sites::image_files`). Then each node's image cache, as
+//! the node reports it with its checks (every 30 s), is followed until
 //! every node has every image, or the time is up.
 
-use crate::centre::sites::{Registry, upgrade_state};
-use crate::host::Host;
+use crate::centre::sites::{Registry, image_files, upgrade_state};
+use crate::host::{FileSpec, Host};
 use crate::openstack::images::{ImageRef, SiteImages};
 use crate::openstack::local_node::cache_name;
 use crate::terminal_text::{Column, Table};
@@ -58,6 +61,30 @@ fn resolve(images: &dyn SiteImages, names: &[String]) -> Result<Vec<ImageRef>> {
     Ok(out)
 }
 
+/// A kernel or ramdisk kept on the control plane for the site's nodes to
+/// fetch: downloaded from glance once (checked against its SHA-512), and
+/// described by its SHA-256, which the nodes check.
+fn keep(host: &Host, images: &dyn SiteImages, image: &ImageRef) -> Result<crate::wire::ImageFile> {
+    let files = &host.files;
+    image_files::prepare(files)?;
+    let path = image_files::path(&image.id);
+    if files.size(&path)? != image.size {
+        let part = format!("{path}.part");
+        files.remove(&part)?;
+        images.download(image, &mut |piece| {
+            files.append(&part, piece, &FileSpec::secret())
+        })?;
+        files.rename(&part, &path)?;
+    }
+    Ok(crate::wire::ImageFile {
+        id: image.id.clone(),
+        sha256: files
+            .sha256(&path)?
+            .context("the image file just kept is gone")?,
+        size: files.size(&path)?.unwrap_or(0),
+    })
+}
+
 /// How many of `images` each node of `nodes` reports in its cache.
 fn counts(host: &Host, nodes: &[String], images: &[ImageRef]) -> Result<BTreeMap<String, usize>> {
     let names: Vec<String> = images.iter().map(|i| cache_name(&i.id)).collect();
@@ -100,7 +127,6 @@ pub fn cache(
     }
     let cloud = crate::openstack::site_images(host)?;
     let images = resolve(&cloud, names)?;
-    let ids: Vec<String> = images.iter().map(|i| i.id.clone()).collect();
     say(&format!(
         "caching {} on the {} node(s) of {site}",
         images
@@ -110,7 +136,14 @@ pub fn cache(
             .join(", "),
         nodes.len()
     ));
-    cloud.cache_on_aggregate(aggregate, &ids)?;
+    let (boot, disks): (Vec<&ImageRef>, Vec<&ImageRef>) =
+        images.iter().partition(|i| i.is_boot_file());
+    for image in boot {
+        let file = keep(host, &cloud, image)?;
+        image_files::add(&host.files, site, file)?;
+    }
+    let disk_ids: Vec<String> = disks.iter().map(|i| i.id.clone()).collect();
+    cloud.cache_on_aggregate(aggregate, &disk_ids)?;
     let deadline = Instant::now() + timeout;
     let mut shown: BTreeMap<String, usize> = BTreeMap::new();
     loop {
@@ -156,6 +189,9 @@ mod tests {
         fn cache_on_aggregate(&self, _: u64, _: &[String]) -> Result<()> {
             Ok(())
         }
+        fn download(&self, _: &ImageRef, _: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+            Ok(())
+        }
     }
 
     fn img(id: &str, name: &str, kernel: Option<&str>, ramdisk: Option<&str>) -> ImageRef {
@@ -163,6 +199,8 @@ mod tests {
             id: id.into(),
             name: name.into(),
             size: None,
+            disk_format: "raw".into(),
+            sha512: None,
             kernel_id: kernel.map(str::to_string),
             ramdisk_id: ramdisk.map(str::to_string),
         }

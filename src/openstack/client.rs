@@ -233,6 +233,50 @@ impl Cloud {
         self.request(Method::POST, service_type, path, Some(body))
     }
 
+    /// The body of `GET path` on `service_type`'s endpoint, handed to
+    /// `sink` in pieces as it arrives (an image's data), at most `max`
+    /// bytes; how many came.
+    pub fn download(
+        &self,
+        service_type: &str,
+        path: &str,
+        max: u64,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<u64> {
+        use std::io::Read;
+        let url = format!("{}{path}", self.endpoint(service_type)?);
+        let mut resp = self
+            .http
+            .get(&url)
+            .header("X-Auth-Token", self.token.expose())
+            .timeout(Duration::from_secs(3600))
+            .send()
+            .with_context(|| format!("GET {url}"))?;
+        if !resp.status().is_success() {
+            anyhow::bail!(ApiError {
+                method: "GET".into(),
+                url: url.clone(),
+                status: resp.status().as_u16(),
+                body: crate::terminal_text::head(&resp.text().unwrap_or_default(), 500).to_string(),
+            });
+        }
+        let mut buf = vec![0u8; 1024 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = resp
+                .read(&mut buf)
+                .with_context(|| format!("reading {url}"))?;
+            if n == 0 {
+                return Ok(total);
+            }
+            total += n as u64;
+            if total > max {
+                anyhow::bail!("{url} sent more than the {max} bytes it said it has");
+            }
+            sink(&buf[..n])?;
+        }
+    }
+
     /// A POST that needs a newer API microversion than dcn's other calls
     /// (`versions`, as the `OpenStack-API-Version` header says them).
     pub fn post_at(

@@ -15,9 +15,21 @@ pub struct ImageRef {
     pub id: String,
     pub name: String,
     pub size: Option<u64>,
+    /// glance's `disk_format` (`raw`, `qcow2`, `aki`, `ari`, …).
+    pub disk_format: String,
+    /// glance's SHA-512 of the data (`os_hash_value`), when it has one.
+    pub sha512: Option<String>,
     /// The kernel and ramdisk images of a direct kernel boot.
     pub kernel_id: Option<String>,
     pub ramdisk_id: Option<String>,
+}
+
+impl ImageRef {
+    /// A kernel or a ramdisk (`aki`, `ari`): what nova's boot path
+    /// fetches as it is, and its cache request refuses.
+    pub fn is_boot_file(&self) -> bool {
+        matches!(self.disk_format.as_str(), "aki" | "ari")
+    }
 }
 
 /// Glance and nova's image cache.
@@ -27,6 +39,9 @@ pub trait SiteImages {
     fn find_image(&self, name_or_id: &str) -> Result<ImageRef>;
     /// Ask nova to cache `ids` on every host of `aggregate`.
     fn cache_on_aggregate(&self, aggregate: u64, ids: &[String]) -> Result<()>;
+    /// The image's data, handed to `sink` in pieces, checked against
+    /// glance's size and SHA-512.
+    fn download(&self, image: &ImageRef, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>;
 }
 
 fn image_of(v: &Value) -> Result<ImageRef> {
@@ -35,6 +50,11 @@ fn image_of(v: &Value) -> Result<ImageRef> {
         id: s("id").context("glance listed an image without an id")?,
         name: s("name").unwrap_or_default(),
         size: v["size"].as_u64(),
+        disk_format: s("disk_format").unwrap_or_default(),
+        sha512: match v["os_hash_algo"].as_str() {
+            Some("sha512") => s("os_hash_value"),
+            _ => None,
+        },
         kernel_id: s("kernel_id"),
         ramdisk_id: s("ramdisk_id"),
     })
@@ -67,15 +87,48 @@ impl SiteImages for Nova {
     }
 
     fn cache_on_aggregate(&self, aggregate: u64, ids: &[String]) -> Result<()> {
-        let cache: Vec<Value> = ids.iter().map(|id| json!({"id": id})).collect();
-        self.cloud()
-            .post_at(
-                "compute",
-                &format!("/os-aggregates/{aggregate}/images"),
-                &json!({ "cache": cache }),
-                "compute 2.81",
-            )
-            .context("asking nova to cache the images on the site's hosts")?;
+        // One image per request: nova (26, Zed) refuses a list whose order
+        // differs from a Python set's of it as "Duplicate images in
+        // request", and a set's order changes from process to process.
+        for id in ids {
+            self.cloud()
+                .post_at(
+                    "compute",
+                    &format!("/os-aggregates/{aggregate}/images"),
+                    &json!({ "cache": [{"id": id}] }),
+                    "compute 2.81",
+                )
+                .with_context(|| format!("asking nova to cache image {id} on the site's hosts"))?;
+        }
+        Ok(())
+    }
+
+    fn download(&self, image: &ImageRef, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        use sha2::{Digest, Sha512};
+        let size = image
+            .size
+            .with_context(|| format!("glance has no data for image {}", image.id))?;
+        let mut hash = Sha512::new();
+        let got = self.cloud().download(
+            "image",
+            &format!("/v2/images/{}/file", image.id),
+            size,
+            &mut |piece| {
+                hash.update(piece);
+                sink(piece)
+            },
+        )?;
+        if got != size {
+            bail!(
+                "glance sent {got} bytes of image {}, not its {size}",
+                image.id
+            );
+        }
+        if let Some(want) = &image.sha512
+            && hex::encode(hash.finalize()) != *want
+        {
+            bail!("image {}'s data does not hash as glance says", image.id);
+        }
         Ok(())
     }
 }
@@ -108,10 +161,20 @@ mod tests {
         assert_eq!(encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
         assert!(looks_like_an_id("155d900f-4e14-4e4c-a73d-069cbf4541e6"));
         assert!(!looks_like_an_id("dcn-guest"));
-        let i = image_of(&json!({"id": "x", "name": "g", "size": 5, "kernel_id": "k"})).unwrap();
+        let i = image_of(&json!({"id": "x", "name": "g", "size": 5, "kernel_id": "k",
+            "disk_format": "raw", "os_hash_algo": "sha512", "os_hash_value": "ab"}))
+        .unwrap();
         assert_eq!(
-            (i.kernel_id.as_deref(), i.ramdisk_id, i.size),
-            (Some("k"), None, Some(5))
+            (
+                i.kernel_id.as_deref(),
+                i.ramdisk_id.as_deref(),
+                i.size,
+                i.sha512.as_deref()
+            ),
+            (Some("k"), None, Some(5), Some("ab"))
         );
+        assert!(!i.is_boot_file());
+        let k = image_of(&json!({"id": "k", "disk_format": "aki", "os_hash_algo": "md5"})).unwrap();
+        assert!(k.is_boot_file() && k.sha512.is_none());
     }
 }

@@ -78,6 +78,24 @@ pub fn cached_images(files: &Files) -> Result<Vec<String>> {
         .collect())
 }
 
+/// Where nova's cache keeps image `id`: what its boot path reads before it
+/// fetches a kernel or ramdisk, and writes when it does.
+pub fn cache_file(image_id: &str) -> String {
+    format!("{IMAGE_CACHE}/{}", cache_name(image_id))
+}
+
+/// How nova keeps its image cache: the folder and each file are nova's.
+pub fn cache_specs() -> (crate::host::FileSpec, crate::host::FileSpec) {
+    use crate::host::FileSpec;
+    (
+        FileSpec::public_dir().owner("nova", "nova"),
+        FileSpec::public().owner("nova", "nova"),
+    )
+}
+
+/// The folder of nova's image cache.
+pub const IMAGE_CACHE_DIR: &str = IMAGE_CACHE;
+
 /// The name nova gives an image in its cache.
 pub fn cache_name(image_id: &str) -> String {
     use sha1::{Digest, Sha1};

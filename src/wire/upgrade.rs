@@ -68,6 +68,30 @@ pub enum UpgradeAction {
     Apply,
 }
 
+/// An image a node puts in nova's image cache itself, fetched from the
+/// join service (`GET /v1/nodes/{hostname}/image/{id}`): the kernels and
+/// ramdisks of images booted with them, which nova's own cache request
+/// refuses (it inspects them as disk images), while its boot path takes
+/// them as they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageFile {
+    /// The image's id in glance.
+    pub id: String,
+    /// Lowercase hex SHA-256 of its data.
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// What separates a node's name from an image id:
+/// `/v1/nodes/{hostname}/image/{id}`.
+pub const IMAGE_SEGMENT: &str = "/image/";
+
+/// Whether `id` may be an image id in a path: a UUID's characters.
+pub fn is_image_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
 /// The reply to an [`UpgradeCheck`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -81,6 +105,10 @@ pub struct UpgradeOrder {
     /// upgrade` after the cause was fixed).
     #[serde(default)]
     pub attempt: u32,
+    /// Images the node's site caches that the node puts in nova's image
+    /// cache itself (see [`ImageFile`]); whatever the action.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_files: Vec<ImageFile>,
 }
 
 impl UpgradeOrder {
@@ -89,6 +117,7 @@ impl UpgradeOrder {
             action: UpgradeAction::None,
             release: None,
             attempt: 0,
+            image_files: Vec::new(),
         }
     }
 }

@@ -78,6 +78,8 @@ struct State {
     limiter: ratelimit::RateLimiter,
     /// Edge release pieces being read at once.
     downloads: tokio::sync::Semaphore,
+    /// The upgrade under way, as every node's check reads it.
+    campaign: crate::centre::sites::upgrade_campaign::KeptCampaign,
 }
 
 /// Run the join service until killed, on the control plane's address and
@@ -142,6 +144,7 @@ pub fn serve_with(
         joining: Joining::new(),
         limiter: ratelimit::RateLimiter::default(),
         downloads: tokio::sync::Semaphore::new(DOWNLOADS_AT_ONCE),
+        campaign: Default::default(),
     });
 
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -127,7 +127,9 @@ fn caller(route: &Route) -> Caller<'_> {
             Caller::Node(host.as_str())
         }
         Route::NodeCertificate(host) | Route::NodeUpgrade(host) => Caller::Node(host.as_str()),
-        Route::ReleaseFile { host, .. } => Caller::Download(host.as_str()),
+        Route::ReleaseFile { host, .. } | Route::ImageFile { host, .. } => {
+            Caller::Download(host.as_str())
+        }
         Route::Health
         | Route::OldJoin
         | Route::TrustedCas
@@ -195,7 +197,13 @@ async fn answer(
             let bearer = bearer(&req);
             let body = (read_body(req, UPGRADE_MAX_BODY, body_time).await).map_err(unnoted)?;
             let reply = off_the_runtime(move || {
-                upgrade::check(&st.host, hostname.as_str(), bearer.as_deref(), &body)
+                upgrade::check(
+                    &st.host,
+                    &st.campaign,
+                    hostname.as_str(),
+                    bearer.as_deref(),
+                    &body,
+                )
             })
             .await?;
             or_refused(reply.map(|o| json(200, &o)), note)
@@ -204,7 +212,8 @@ async fn answer(
             host,
             release,
             file,
-        } => release_file(st, host, release, file, req).await?,
+        } => piece(st, host, Piece::Release { release, file }, req).await?,
+        Route::ImageFile { host, image } => piece(st, host, Piece::Image(image), req).await?,
         Route::TrustedCas => {
             match off_the_runtime(move || certificate::trusted_cas(&st.host)).await? {
                 Ok(cas) => (json(200, &cas), String::new()),
@@ -248,19 +257,30 @@ async fn join(
     Ok((json(a.status, &a.body), a.note))
 }
 
-/// A piece of an edge release's file. At most a few are read at once
-/// (each up to a chunk in memory), whatever the number of nodes asking.
-async fn release_file(
+/// Which file a piece is asked of.
+enum Piece {
+    Release { release: String, file: String },
+    Image(String),
+}
+
+/// A piece of an edge release's file or of an image file. At most a few
+/// are read at once (each up to a chunk in memory), whatever the number
+/// of nodes asking.
+async fn piece(
     st: Arc<State>,
     hostname: crate::types::NodeName,
-    release: String,
-    file: String,
+    what: Piece,
     req: Request<Incoming>,
 ) -> Result<Answer, Answer> {
-    let note = format!(
-        "(node {} release {release} {file})",
-        shown(hostname.as_str())
-    );
+    let note = match &what {
+        Piece::Release { release, file } => {
+            format!(
+                "(node {} release {release} {file})",
+                shown(hostname.as_str())
+            )
+        }
+        Piece::Image(id) => format!("(node {} image {id})", shown(hostname.as_str())),
+    };
     let bearer = bearer(&req);
     let range = (req.headers().get("Range"))
         .and_then(|v| v.to_str().ok())
@@ -269,15 +289,22 @@ async fn release_file(
     let Ok(_permit) = state.downloads.acquire().await else {
         return Err(unnoted(error(503, "busy", "the join service is stopping")));
     };
-    let reply = off_the_runtime(move || {
-        upgrade::release_file(
+    let reply = off_the_runtime(move || match &what {
+        Piece::Release { release, file } => upgrade::release_file(
             &st.host,
             hostname.as_str(),
             bearer.as_deref(),
-            &release,
-            &file,
+            release,
+            file,
             range.as_deref(),
-        )
+        ),
+        Piece::Image(id) => upgrade::image_file(
+            &st.host,
+            hostname.as_str(),
+            bearer.as_deref(),
+            id,
+            range.as_deref(),
+        ),
     })
     .await?;
     let response = reply.map(|piece| {

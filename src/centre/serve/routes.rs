@@ -6,9 +6,9 @@
 
 use crate::types::NodeName as Hostname;
 use crate::wire::{
-    CA_PATH, CERTIFICATE_SUFFIX, CHALLENGE_PATH, CONFIG_SUFFIX, HEALTH_PATH, JOIN_PATH, NODES_PATH,
-    OLD_JOIN_PATH, PROGRESS_PATH, RELEASE_SEGMENT, UPGRADE_SUFFIX, is_release_file_name,
-    is_release_id,
+    CA_PATH, CERTIFICATE_SUFFIX, CHALLENGE_PATH, CONFIG_SUFFIX, HEALTH_PATH, IMAGE_SEGMENT,
+    JOIN_PATH, NODES_PATH, OLD_JOIN_PATH, PROGRESS_PATH, RELEASE_SEGMENT, UPGRADE_SUFFIX,
+    is_image_id, is_release_file_name, is_release_id,
 };
 
 /// What a request asks for.
@@ -40,6 +40,8 @@ pub enum Route {
         release: String,
         file: String,
     },
+    /// `GET /v1/nodes/{host}/image/{id}`.
+    ImageFile { host: Hostname, image: String },
     /// `GET /v1/ca`.
     TrustedCas,
     /// A node path whose host part is not a host name (shown in the log,
@@ -67,6 +69,9 @@ impl Route {
         };
         if let Some((name, file)) = rest.split_once(RELEASE_SEGMENT) {
             return Self::release_file(method, name, file);
+        }
+        if let Some((name, image)) = rest.split_once(IMAGE_SEGMENT) {
+            return Self::image_file(method, name, image);
         }
         #[derive(PartialEq)]
         enum Resource {
@@ -98,6 +103,24 @@ impl Route {
             ("POST", Resource::Certificate) => Route::NodeCertificate(hostname),
             ("POST", Resource::Upgrade) => Route::NodeUpgrade(hostname),
             _ => Route::NotFound,
+        }
+    }
+
+    /// `GET {name}/image/{id}` under the nodes' prefix: the host name and
+    /// the image id checked.
+    fn image_file(method: &str, name: &str, image: &str) -> Route {
+        if method != "GET" {
+            return Route::NotFound;
+        }
+        let Ok(host) = name.parse::<Hostname>() else {
+            return Route::NotAHostName(name.to_string());
+        };
+        match is_image_id(image) {
+            true => Route::ImageFile {
+                host,
+                image: image.to_string(),
+            },
+            false => Route::NotFound,
         }
     }
 
@@ -175,6 +198,14 @@ mod tests {
                     file: "dcn".into(),
                 },
             ),
+            (
+                "GET",
+                "/v1/nodes/edge1-n1/image/a1be349a-f5cc-4d7d-90b9-b105fdf37df7",
+                Route::ImageFile {
+                    host: host("edge1-n1"),
+                    image: "a1be349a-f5cc-4d7d-90b9-b105fdf37df7".into(),
+                },
+            ),
         ];
         for (method, path, want) in cases {
             assert_eq!(Route::resolve(method, path), want, "{method} {path}");
@@ -210,6 +241,9 @@ mod tests {
                 "/v1/nodes/a/release/x/../../etc/shadow",
                 "/v1/nodes/a/release/x/pool/a.deb",
                 "/v1/nodes/a/release/release/release/dcn",
+                "/v1/nodes/a/image/",
+                "/v1/nodes//image/ab",
+                "/v1/nodes/a/image/a/../b",
                 "",
                 "/",
                 "*",
@@ -245,6 +279,9 @@ mod tests {
             "/v1/nodes/a/release/x/pool/a.deb",
             "/v1/nodes/a/release/x/",
             "/v1/nodes/a/release/x/.deb",
+            "/v1/nodes/a/image/../../x",
+            "/v1/nodes/a/image/",
+            "/v1/nodes/a/image/zz",
         ] {
             assert_eq!(Route::resolve("GET", path), Route::NotFound, "{path}");
         }

@@ -5,15 +5,17 @@
 
 use super::handlers::{Refusal, authenticated_node, internal, refuse};
 use crate::centre::edge_release;
-use crate::centre::sites::upgrade_campaign::Campaign;
-use crate::centre::sites::{Registry, upgrade_state};
+use crate::centre::sites::upgrade_campaign::KeptCampaign;
+use crate::centre::sites::{Registry, image_files, upgrade_state};
 use crate::host::Host;
 use crate::wire::{RELEASE_CHUNK, UpgradeCheck, UpgradeOrder};
 use std::time::SystemTime;
 
-/// `POST /v1/nodes/{hostname}/upgrade`.
+/// `POST /v1/nodes/{hostname}/upgrade`, the upgrade under way read
+/// through `campaign`.
 pub fn check(
     host: &Host,
+    campaign: &KeptCampaign,
     hostname: &str,
     bearer: Option<&str>,
     body: &[u8],
@@ -21,11 +23,15 @@ pub fn check(
     let check: UpgradeCheck = serde_json::from_slice(body)
         .map_err(|e| refuse(400, "bad-request", format!("not an upgrade check: {e}")))?;
     let registry = Registry::new(&host.files);
-    authenticated_node(&registry, hostname, bearer)?;
+    let (node, _) = authenticated_node(&registry, hostname, bearer)?;
     upgrade_state::record(&host.files, hostname, &check.bounded(), SystemTime::now())
         .map_err(internal)?;
-    let campaign = Campaign::load(&host.files).map_err(internal)?;
-    Ok(campaign.map_or_else(UpgradeOrder::none, |c| c.order_for(hostname)))
+    let campaign = campaign.get(&host.files).map_err(internal)?;
+    let mut order = (*campaign)
+        .as_ref()
+        .map_or_else(UpgradeOrder::none, |c| c.order_for(hostname));
+    order.image_files = image_files::for_site(&host.files, &node.site).map_err(internal)?;
+    Ok(order)
 }
 
 /// A piece of a release file.
@@ -65,6 +71,28 @@ pub fn release_file(
 ) -> Result<Piece, Refusal> {
     let registry = Registry::new(&host.files);
     authenticated_node(&registry, hostname, bearer)?;
+    let path = edge_release::file_path(&host.files, id, file).map_err(internal)?;
+    serve_piece(host, path, range)
+}
+
+/// `GET /v1/nodes/{hostname}/image/{id}` with `range`: a piece of an image
+/// file the node's site caches.
+pub fn image_file(
+    host: &Host,
+    hostname: &str,
+    bearer: Option<&str>,
+    id: &str,
+    range: Option<&str>,
+) -> Result<Piece, Refusal> {
+    let registry = Registry::new(&host.files);
+    let (node, _) = authenticated_node(&registry, hostname, bearer)?;
+    let listed = image_files::listed(&host.files, &node.site, id).map_err(internal)?;
+    serve_piece(host, listed.map(|_| image_files::path(id)), range)
+}
+
+/// At most [`RELEASE_CHUNK`] bytes of the file at `path` (none: not
+/// served) from where `range` starts.
+fn serve_piece(host: &Host, path: Option<String>, range: Option<&str>) -> Result<Piece, Refusal> {
     let start = match range {
         None => 0,
         Some(r) => parse_range(r).ok_or_else(|| {
@@ -78,13 +106,11 @@ pub fn release_file(
     let not_found = || {
         refuse(
             404,
-            "release-unknown",
-            "the control plane does not keep this release or file any more: ask for your orders again",
+            "file-unknown",
+            "the control plane does not serve this file (any more): ask for your orders again",
         )
     };
-    let path = edge_release::file_path(&host.files, id, file)
-        .map_err(internal)?
-        .ok_or_else(not_found)?;
+    let path = path.ok_or_else(not_found)?;
     let (bytes, size) = host
         .files
         .read_range(&path, start, RELEASE_CHUNK)

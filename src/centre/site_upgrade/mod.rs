@@ -25,6 +25,9 @@ use drive::{Event, Limits, Standing};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
+/// Held by the `dcn site upgrade` that drives the upgrade: one at a time.
+const DRIVE_LOCK: &str = "/var/lib/dcn/upgrade/drive.lock";
+
 /// What `dcn site upgrade` is asked.
 pub struct Options {
     pub sites: Vec<SiteName>,
@@ -199,6 +202,11 @@ pub fn run(
     opts: &Options,
     on_event: &mut dyn FnMut(&Event),
 ) -> Result<Summary> {
+    let Some(_lock) = crate::host::lock::FileLock::try_take(&host.files, DRIVE_LOCK)? else {
+        bail!(
+            "another `dcn site upgrade` is running on this control plane: wait for it to end, or stop it (its nodes finish what they began) and run this again"
+        );
+    };
     let plan = plan(recipes, host, opts)?;
     refuse_unreachable(&plan)?;
     let mut campaign = start(host, opts, &plan)?;

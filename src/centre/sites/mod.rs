@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod admin;
 pub mod chassis_liveness;
 pub mod export;
+pub mod image_files;
 pub mod phases;
 pub mod progress;
 mod registry;

@@ -73,6 +73,32 @@ pub struct Campaign {
     pub nodes: Vec<CampaignNode>,
 }
 
+/// The campaign as last read, kept while its file's time and size stay
+/// the same: the join service answers every node's check from it, and
+/// need not read and parse it each time.
+#[derive(Default)]
+pub struct KeptCampaign {
+    kept: std::sync::Mutex<Option<(KeptStamp, std::sync::Arc<Option<Campaign>>)>>,
+}
+
+type KeptStamp = Option<(std::time::SystemTime, u64)>;
+
+impl KeptCampaign {
+    /// The campaign on `files` now.
+    pub fn get(&self, files: &Files) -> Result<std::sync::Arc<Option<Campaign>>> {
+        let stamp = files.stamp(FILE)?;
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, campaign)) = kept.as_ref()
+            && *at == stamp
+        {
+            return Ok(campaign.clone());
+        }
+        let campaign = std::sync::Arc::new(Campaign::load(files)?);
+        *kept = Some((stamp, campaign.clone()));
+        Ok(campaign)
+    }
+}
+
 impl Campaign {
     pub fn load(files: &Files) -> Result<Option<Campaign>> {
         match files.read_string(FILE)? {
@@ -109,6 +135,7 @@ impl Campaign {
             action,
             release: (action != UpgradeAction::None).then(|| self.release.clone()),
             attempt: node.attempt,
+            image_files: Vec::new(),
         }
     }
 
@@ -258,5 +285,21 @@ mod tests {
         let files = Files::new(root.path(), false);
         c.save(&files).unwrap();
         assert_eq!(Campaign::load(&files).unwrap().unwrap(), c);
+        // Kept while the file stays, read again once it changed.
+        let kept = KeptCampaign::default();
+        assert_eq!(kept.get(&files).unwrap().as_ref().as_ref(), Some(&c));
+        c.max_failures = 7;
+        c.save(&files).unwrap();
+        assert_eq!(
+            kept.get(&files)
+                .unwrap()
+                .as_ref()
+                .as_ref()
+                .unwrap()
+                .max_failures,
+            7
+        );
+        files.remove(FILE).unwrap();
+        assert!(kept.get(&files).unwrap().is_none());
     }
 }

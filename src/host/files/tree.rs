@@ -42,6 +42,22 @@ impl Files {
         }
     }
 
+    /// When the file at `path` was last modified, and its size; `None`
+    /// when nothing is there. What a reader that keeps a parsed copy
+    /// compares to know whether to read again.
+    pub fn stamp(&self, path: impl AsRef<Path>) -> Result<Option<(std::time::SystemTime, u64)>> {
+        let path = path.as_ref();
+        match fs::metadata(self.host_path(path)?) {
+            Ok(md) => Ok(Some((
+                md.modified()
+                    .with_context(|| format!("reading the time of {}", path.display()))?,
+                md.len(),
+            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
+        }
+    }
+
     /// Whether `path` is a directory (following links).
     pub fn is_dir(&self, path: impl AsRef<Path>) -> Result<bool> {
         Ok(self.host_path(path.as_ref())?.is_dir())
