@@ -270,14 +270,38 @@ impl JoinClient {
         file: &str,
         offset: u64,
     ) -> Result<(Vec<u8>, u64)> {
-        use std::io::Read;
         let what = format!("{file} of release {release}");
+        let tail = format!("{RELEASE_SEGMENT}{release}/{file}");
+        self.node_piece(hostname, node_secret, &tail, &what, offset)
+    }
+
+    /// A piece of an image file this node's site caches, as
+    /// [`Self::release_piece`].
+    pub fn image_piece(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        image: &str,
+        offset: u64,
+    ) -> Result<(Vec<u8>, u64)> {
+        let what = format!("image {image}");
+        let tail = format!("{IMAGE_SEGMENT}{image}");
+        self.node_piece(hostname, node_secret, &tail, &what, offset)
+    }
+
+    /// A piece of the node's file at `{NODES_PATH}{hostname}{tail}`.
+    fn node_piece(
+        &self,
+        hostname: &str,
+        node_secret: &str,
+        tail: &str,
+        what: &str,
+        offset: u64,
+    ) -> Result<(Vec<u8>, u64)> {
+        use std::io::Read;
         let resp = self
             .http
-            .get(format!(
-                "{}{NODES_PATH}{hostname}{RELEASE_SEGMENT}{release}/{file}",
-                self.base
-            ))
+            .get(format!("{}{NODES_PATH}{hostname}{tail}", self.base))
             .bearer_auth(node_secret)
             .header("Range", format!("bytes={offset}-"))
             .timeout(Duration::from_secs(120))

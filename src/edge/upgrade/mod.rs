@@ -21,93 +21,31 @@
 
 mod apply;
 pub mod fetch;
+mod images;
+mod local;
+mod report;
 pub mod stage;
 
+use local::Local;
+use report::{Reporter, finish_report, progress, staging_failed};
+
 use crate::edge::join::client::JoinClient;
+use crate::host::Host;
 use crate::host::lock::FileLock;
 use crate::host::systemd::Systemd;
-use crate::host::{FileSpec, Host};
 use crate::recipes::Recipes;
 use crate::release::THIS;
-use crate::wire::{
-    EdgeRelease, UpgradeAction, UpgradeCheck, UpgradeOrder, UpgradePhase, UpgradeProgress,
-};
+use crate::wire::{EdgeRelease, UpgradeAction, UpgradePhase, UpgradeProgress};
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 
 /// The unit that runs `dcn node upgrade` (started by the config sync).
 pub const UNIT: &str = "dcn-node-upgrade.service";
 /// Held while an upgrade runs on this node.
 const LOCK: &str = "/run/dcn/upgrade.lock";
-/// What this node did of its upgrades.
-const LOCAL: &str = "/var/lib/dcn/node/upgrade.json";
 /// Set by a dcn that hands over to the release's dcn: the release it
 /// handed over for (a second hand-over for it means the staged binary is
 /// not the release's, and stops).
 const HANDOVER_ENV: &str = "DCN_UPGRADE_HANDOVER";
-
-/// This node's record of its upgrades.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Local {
-    /// The edge release it applied last.
-    #[serde(default)]
-    runs: Option<String>,
-    /// Its last report.
-    #[serde(default)]
-    progress: Option<UpgradeProgress>,
-}
-
-impl Local {
-    fn load(host: &Host) -> Result<Local> {
-        match host.files.read_string(LOCAL)? {
-            None => Ok(Local::default()),
-            Some(t) => serde_json::from_str(&t).with_context(|| format!("{LOCAL} is damaged")),
-        }
-    }
-
-    fn save(&self, host: &Host) -> Result<()> {
-        let text = serde_json::to_string_pretty(self).expect("serialisable") + "\n";
-        host.files
-            .write(LOCAL, text.as_bytes(), &FileSpec::secret())?;
-        Ok(())
-    }
-
-    fn check(&self, host: &Host) -> UpgradeCheck {
-        UpgradeCheck {
-            dcn_version: THIS.into(),
-            runs: self.runs.clone(),
-            progress: self.progress.clone(),
-            image_cache: crate::openstack::local_node::cached_images(&host.files)
-                .unwrap_or_default(),
-        }
-    }
-
-    /// Whether `order` asks for work this node has not done (or given up
-    /// on until a new attempt).
-    fn has_work(&self, order: &UpgradeOrder) -> bool {
-        let Some(release) = order.release.as_ref() else {
-            return false;
-        };
-        let mine = self.progress.as_ref().filter(|p| p.release == release.id);
-        match order.action {
-            UpgradeAction::None => false,
-            UpgradeAction::Stage => {
-                !matches!(
-                    mine.map(|p| p.phase),
-                    Some(UpgradePhase::Staged | UpgradePhase::Applied)
-                ) && self.runs.as_deref() != Some(&release.id)
-            }
-            UpgradeAction::Apply => {
-                let failed_this_attempt = mine
-                    .is_some_and(|p| p.phase == UpgradePhase::Failed && p.attempt == order.attempt);
-                let reported_done = self.runs.as_deref() == Some(&release.id)
-                    && mine.is_some_and(|p| p.phase == UpgradePhase::Applied);
-                !failed_this_attempt && !reported_done
-            }
-        }
-    }
-}
 
 /// The config sync's part: report this node to the centre and start the
 /// upgrade unit when the order asks for work. A centre without upgrades
@@ -120,6 +58,15 @@ pub fn check_in(host: &Host) -> Result<()> {
     let Some(order) = client.upgrade_check(&deployment.hostname, secret, &check)? else {
         return Ok(());
     };
+    match images::cache_images(host, &client, &deployment.hostname, secret, &order) {
+        // Tell the centre at once, not at the next check.
+        Ok(true) => {
+            client.upgrade_check(&deployment.hostname, secret, &local.check(host))?;
+        }
+        Ok(false) => {}
+        // Tried again at the next check; the upgrade goes on meanwhile.
+        Err(e) => tracing::warn!("{e:#}"),
+    }
     if local.has_work(&order) {
         let systemd = Systemd::new(host.runner.as_ref());
         if !systemd.is_active(UNIT)? {
@@ -131,61 +78,6 @@ pub fn check_in(host: &Host) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A node's report channel: each report is kept on the node and sent
-/// with a check (best effort: the next check sends it again).
-struct Reporter<'a> {
-    host: &'a Host,
-    client: &'a JoinClient,
-    hostname: &'a str,
-    secret: &'a str,
-    local: Local,
-}
-
-impl Reporter<'_> {
-    fn report(&mut self, progress: UpgradeProgress) -> Result<()> {
-        tracing::info!(
-            "upgrade to {}: {}{}",
-            progress.release,
-            progress.phase,
-            progress
-                .detail
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        );
-        self.local.progress = Some(progress);
-        self.local.save(self.host)?;
-        if let Err(e) =
-            self.client
-                .upgrade_check(self.hostname, self.secret, &self.local.check(self.host))
-        {
-            tracing::warn!(
-                "the report did not reach the control plane (the next check sends it): {e:#}"
-            );
-        }
-        Ok(())
-    }
-
-    fn phase(
-        &mut self,
-        release: &EdgeRelease,
-        phase: UpgradePhase,
-        attempt: u32,
-        detail: &str,
-    ) -> Result<()> {
-        self.report(UpgradeProgress {
-            release: release.id.clone(),
-            phase,
-            attempt,
-            detail: Some(detail.to_string()),
-            log: Vec::new(),
-            changes: Vec::new(),
-            restarted: Vec::new(),
-            guests_on_old_qemu: Vec::new(),
-        })
-    }
 }
 
 /// Release files through the join service, as this node.
@@ -334,57 +226,6 @@ pub fn run(recipes: &Recipes, host: &Host) -> Result<String> {
             Err(e.context(format!("applying release {}", release.id)))
         }
     }
-}
-
-fn progress(
-    release: &EdgeRelease,
-    phase: UpgradePhase,
-    attempt: u32,
-    detail: Option<&str>,
-) -> UpgradeProgress {
-    UpgradeProgress {
-        release: release.id.clone(),
-        phase,
-        attempt,
-        detail: detail.map(str::to_string),
-        log: Vec::new(),
-        changes: Vec::new(),
-        restarted: Vec::new(),
-        guests_on_old_qemu: Vec::new(),
-    }
-}
-
-/// A download that failed is tried again at the next check: reported as
-/// still staging, with why.
-fn staging_failed(
-    r: &mut Reporter,
-    release: &EdgeRelease,
-    attempt: u32,
-    e: anyhow::Error,
-) -> Result<String> {
-    r.report(UpgradeProgress {
-        log: crate::logging::recent_lines(),
-        ..progress(
-            release,
-            UpgradePhase::Staging,
-            attempt,
-            Some(&format!("tried again at the next check: {e:#}")),
-        )
-    })?;
-    Err(e.context(format!("staging release {}", release.id)))
-}
-
-/// The apply finished, but its report may not have left.
-fn finish_report(r: &mut Reporter, release: &EdgeRelease, attempt: u32) -> Result<String> {
-    let done = r
-        .local
-        .progress
-        .as_ref()
-        .is_some_and(|p| p.release == release.id && p.phase == UpgradePhase::Applied);
-    if !done {
-        r.report(progress(release, UpgradePhase::Applied, attempt, None))?;
-    }
-    Ok(format!("this node runs release {} already", release.id))
 }
 
 /// The SHA-256 of the dcn binary running now.

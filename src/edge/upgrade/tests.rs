@@ -1,7 +1,9 @@
 use super::*;
+use crate::host::FileSpec;
 use crate::host::RecordingRunner;
 use crate::host::command::{Cmd, CmdOutput};
 use crate::wire::ReleaseFile;
+use crate::wire::{UpgradeOrder, UpgradeProgress};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ fn order(action: UpgradeAction, attempt: u32) -> UpgradeOrder {
         action,
         release: Some(release("0.2.1-ab", "")),
         attempt,
+        image_files: vec![],
     }
 }
 
