@@ -214,14 +214,10 @@ pub fn run(recipes: &Recipes, host: &Host) -> Result<String> {
             ))
         }
         Err(e) => {
+            let (why, log) = report::failure(&e);
             r.report(UpgradeProgress {
-                log: crate::logging::recent_lines(),
-                ..progress(
-                    &release,
-                    UpgradePhase::Failed,
-                    attempt,
-                    Some(&format!("{e:#}")),
-                )
+                log,
+                ..progress(&release, UpgradePhase::Failed, attempt, Some(&why))
             })?;
             Err(e.context(format!("applying release {}", release.id)))
         }

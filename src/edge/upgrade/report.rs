@@ -69,12 +69,33 @@ impl Reporter<'_> {
 pub(super) fn failure(e: &anyhow::Error) -> (String, Vec<String>) {
     let text = format!("{e:#}");
     let mut lines = text.lines();
-    let why = lines.next().unwrap_or_default().to_string();
+    let why = short_commands(lines.next().unwrap_or_default());
     let mut log: Vec<String> = crate::logging::recent_lines();
     let keep = log.len().saturating_sub(5);
     log.drain(..keep);
     log.extend(lines.map(str::to_string));
     (why, log)
+}
+
+/// `line` with each quoted command longer than a few words cut to its
+/// program and `…`: the centre shows a reason in 200 characters, which
+/// apt's options alone would fill (the command is in the node's journal).
+fn short_commands(line: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in line.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        let quoted = i % 2 == 1 && line.split('`').count() > i + 1;
+        match part.split_once(' ') {
+            Some((program, _)) if quoted && part.len() > 40 => {
+                out.push_str(program);
+                out.push_str(" …");
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
 }
 
 pub(super) fn progress(
@@ -131,4 +152,30 @@ pub(super) fn finish_report(
         r.report(progress(release, UpgradePhase::Applied, attempt, None))?;
     }
     Ok(format!("this node runs release {} already", release.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_gives_a_short_reason_and_the_command_s_last_words_as_log() {
+        let e = anyhow::anyhow!(
+            "upgrading the installed packages: `apt-get -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/dcn-local.list -o Dir::Etc::sourceparts=- dist-upgrade` failed with exit status 100:\nhaproxy postinst: refusing\nE: Sub-process /usr/bin/dpkg returned an error code (1)"
+        )
+        .context("step packages.upgrade failed");
+        let (why, log) = failure(&e);
+        assert_eq!(
+            why,
+            "step packages.upgrade failed: upgrading the installed packages: `apt-get …` failed with exit status 100:"
+        );
+        assert_eq!(
+            log[log.len() - 2..],
+            [
+                "haproxy postinst: refusing".to_string(),
+                "E: Sub-process /usr/bin/dpkg returned an error code (1)".to_string()
+            ]
+        );
+        assert_eq!(short_commands("ran `ls -l` and `x"), "ran `ls -l` and `x");
+    }
 }
