@@ -69,7 +69,7 @@ impl Reporter<'_> {
 pub(super) fn failure(e: &anyhow::Error) -> (String, Vec<String>) {
     let text = format!("{e:#}");
     let mut lines = text.lines();
-    let why = short_commands(lines.next().unwrap_or_default());
+    let why = short_commands(lines.next().unwrap_or_default().trim_end_matches(':'));
     let mut log: Vec<String> = crate::logging::recent_lines();
     let keep = log.len().saturating_sub(5);
     log.drain(..keep);
@@ -167,7 +167,7 @@ mod tests {
         let (why, log) = failure(&e);
         assert_eq!(
             why,
-            "step packages.upgrade failed: upgrading the installed packages: `apt-get …` failed with exit status 100:"
+            "step packages.upgrade failed: upgrading the installed packages: `apt-get …` failed with exit status 100"
         );
         assert_eq!(
             log[log.len() - 2..],
