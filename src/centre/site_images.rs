@@ -91,7 +91,7 @@ fn counts(host: &Host, nodes: &[String], images: &[ImageRef]) -> Result<BTreeMap
     let mut out = BTreeMap::new();
     for node in nodes {
         let cache = upgrade_state::load(&host.files, node)?
-            .map(|s| s.image_cache)
+            .map(|s| s.check.image_cache)
             .unwrap_or_default();
         out.insert(
             node.clone(),

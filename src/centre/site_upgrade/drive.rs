@@ -82,7 +82,7 @@ pub fn round(
         }
         let state = fleet.state(&node.hostname)?;
         let progress = (state.as_ref())
-            .and_then(|s| s.progress.as_ref())
+            .and_then(|s| s.check.progress.as_ref())
             .filter(|p| p.release == release);
         if let Some(p) = progress {
             let heard = (p.phase, p.detail.clone());
@@ -102,7 +102,8 @@ pub fn round(
         else {
             // Not its turn yet: already on the release, from an earlier
             // upgrade that ended before the centre saw it?
-            let runs = state.as_ref().and_then(|s| s.runs.as_deref()) == Some(release.as_str());
+            let runs =
+                state.as_ref().and_then(|s| s.check.runs.as_deref()) == Some(release.as_str());
             if runs && fleet.on_release(node, SystemTime::UNIX_EPOCH)?.is_ok() {
                 node.outcome = Some(Outcome::Upgraded { at: rfc3339(now) });
                 events.push(Event::Upgraded {
@@ -112,7 +113,7 @@ pub fn round(
             continue;
         };
         let this_turn = progress.filter(|p| p.attempt == node.attempt);
-        let runs = state.as_ref().and_then(|s| s.runs.as_deref()) == Some(release.as_str());
+        let runs = state.as_ref().and_then(|s| s.check.runs.as_deref()) == Some(release.as_str());
         let since = (state.as_ref())
             .and_then(|s| s.phase_since.as_deref())
             .and_then(|t| parse_rfc3339(t).ok())

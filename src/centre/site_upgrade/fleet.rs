@@ -29,8 +29,8 @@ impl<C: ComputeCloud> Fleet for CentreFleet<'_, C> {
     fn on_release(&self, node: &CampaignNode, since: SystemTime) -> Result<Result<(), String>> {
         let host = node.hostname.as_str();
         let state = self.state(host)?.unwrap_or_default();
-        if state.runs.as_deref() != Some(self.release.id.as_str())
-            || state.dcn_version != self.release.dcn_version
+        if state.check.runs.as_deref() != Some(self.release.id.as_str())
+            || state.check.dcn_version != self.release.dcn_version
         {
             return Ok(Err(format!(
                 "it does not say it runs release {} yet",

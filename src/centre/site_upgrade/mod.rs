@@ -106,7 +106,7 @@ pub fn plan(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Plan> {
     for n in &waved {
         let state = upgrade_state::load(&host.files, &n.hostname)?;
         let phase = (state.as_ref())
-            .and_then(|s| s.progress.as_ref())
+            .and_then(|s| s.check.progress.as_ref())
             .filter(|p| p.release == release.id)
             .map(|p| match &p.detail {
                 Some(d) => format!("{} ({d})", p.phase),
@@ -116,8 +116,9 @@ pub fn plan(recipes: &Recipes, host: &Host, opts: &Options) -> Result<Plan> {
             hostname: n.hostname.clone(),
             site: n.site.clone(),
             wave: n.wave,
-            current: state.as_ref().and_then(|s| s.runs.as_deref()) == Some(release.id.as_str()),
-            dcn_version: state.map(|s| s.dcn_version),
+            current: state.as_ref().and_then(|s| s.check.runs.as_deref())
+                == Some(release.id.as_str()),
+            dcn_version: state.map(|s| s.check.dcn_version),
             phase,
         });
     }

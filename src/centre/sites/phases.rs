@@ -99,9 +99,11 @@ impl NodeUpgrade {
             return None;
         }
         let mut u = NodeUpgrade {
-            dcn_version: state.map(|s| s.dcn_version.clone()),
-            runs: state.and_then(|s| s.runs.clone()),
-            image_cache: state.map(|s| s.image_cache.clone()).unwrap_or_default(),
+            dcn_version: state.map(|s| s.check.dcn_version.clone()),
+            runs: state.and_then(|s| s.check.runs.clone()),
+            image_cache: state
+                .map(|s| s.check.image_cache.clone())
+                .unwrap_or_default(),
             ..NodeUpgrade::default()
         };
         let Some((c, node)) = turn else {
@@ -109,7 +111,7 @@ impl NodeUpgrade {
         };
         u.release = Some(c.release.id.clone());
         let reported =
-            (state.and_then(|s| s.progress.as_ref())).filter(|p| p.release == c.release.id);
+            (state.and_then(|s| s.check.progress.as_ref())).filter(|p| p.release == c.release.id);
         if let Some(p) = reported {
             u.phase = Some(p.phase.to_string());
             u.detail = p.detail.clone();

@@ -23,19 +23,13 @@ pub const REFRESH: Duration = Duration::from_secs(300);
 #[serde(rename_all = "camelCase")]
 pub struct NodeUpgradeState {
     pub hostname: String,
-    /// The dcn it runs.
-    pub dcn_version: String,
-    /// The edge release it last applied.
-    #[serde(default)]
-    pub runs: Option<String>,
-    #[serde(default)]
-    pub progress: Option<UpgradeProgress>,
+    /// What it said in its last check, made safe to print: its dcn, the
+    /// release it last applied, its progress and its image cache.
+    #[serde(flatten)]
+    pub check: UpgradeCheck,
     /// When the progress' phase began (as first seen here).
     #[serde(default)]
     pub phase_since: Option<String>,
-    /// Its image cache's base image names.
-    #[serde(default)]
-    pub image_cache: Vec<String>,
     /// When it last checked in (to within [`REFRESH`]).
     pub seen_at: String,
 }
@@ -70,7 +64,8 @@ pub fn record(
     let old = load(files, hostname)?;
     let progress = check.progress.clone().map(clean);
     let same_phase = |o: &NodeUpgradeState| {
-        o.progress
+        o.check
+            .progress
             .as_ref()
             .map(|p| (&p.release, p.phase, p.attempt))
             == progress.as_ref().map(|p| (&p.release, p.phase, p.attempt))
@@ -81,11 +76,13 @@ pub fn record(
     };
     let mut new = NodeUpgradeState {
         hostname: hostname.to_string(),
-        dcn_version: sanitize(&check.dcn_version).into_owned(),
-        runs: check.runs.as_deref().map(|r| sanitize(r).into_owned()),
-        progress,
+        check: UpgradeCheck {
+            dcn_version: sanitize(&check.dcn_version).into_owned(),
+            runs: check.runs.as_deref().map(|r| sanitize(r).into_owned()),
+            progress,
+            image_cache: check.image_cache.clone(),
+        },
         phase_since,
-        image_cache: check.image_cache.clone(),
         seen_at: rfc3339(now),
     };
     if let Some(o) = &old {
@@ -153,7 +150,7 @@ mod tests {
         let at = |s: u64| t0 + Duration::from_secs(s);
         let a = record(&files, "n1", &check(Some(UpgradePhase::Staging)), at(0)).unwrap();
         assert_eq!(a.phase_since.as_deref(), Some(rfc3339(at(0)).as_str()));
-        assert!(!a.progress.unwrap().detail.unwrap().contains('\u{1b}'));
+        assert!(!a.check.progress.unwrap().detail.unwrap().contains('\u{1b}'));
         // The same again, 30 s later: nothing written.
         let b = record(&files, "n1", &check(Some(UpgradePhase::Staging)), at(30)).unwrap();
         assert_eq!(b.seen_at, rfc3339(at(0)));

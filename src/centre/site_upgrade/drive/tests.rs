@@ -18,11 +18,11 @@ impl FakeFleet {
         let mut states = self.states.borrow_mut();
         let s = states.entry(host.into()).or_default();
         s.hostname = host.into();
-        s.dcn_version = "0.2.1".into();
+        s.check.dcn_version = "0.2.1".into();
         if phase == UpgradePhase::Applied {
-            s.runs = Some(RELEASE.into());
+            s.check.runs = Some(RELEASE.into());
         }
-        s.progress = Some(UpgradeProgress {
+        s.check.progress = Some(UpgradeProgress {
             release: RELEASE.into(),
             phase,
             attempt,
