@@ -196,7 +196,8 @@ NOT_LAB_PATHS=(images src/image src/edge/install src/bmc src/centre/site_deploy 
     tests/image_e2e.rs tests/site_deploy_e2e.rs tests/power_cut_e2e.rs
     tests/common/bare_metal.rs tests/ssh_hostkeys.rs src/lab/scale tests/lab_scale.rs
     src/centre/upgrade src/app/upgrade.rs src/cli/upgrade.rs src/lab/publish.rs tests/lab_upgrade.rs
-    docs README.md)
+    src/centre/site_upgrade src/centre/edge_release src/centre/site_images.rs src/app/site_upgrade.rs
+    tests/upgrade docs README.md)
 lab_wanted() {
     local skip=() p
     for p in "${NOT_LAB_PATHS[@]}"; do skip+=(":(exclude)$p"); done
@@ -214,16 +215,22 @@ image_e2e_wanted() { chain_wanted DCN_IMAGE_E2E no "${EDGE_CHAIN_PATHS[@]}"; }
 SCALE_PATHS=(src/lab/scale tests/lab_scale.rs src/centre/serve src/openstack/southbound)
 scale_wanted() { chain_wanted DCN_LAB_SCALE no "${SCALE_PATHS[@]}"; }
 
-# The control plane's upgrade (tests/lab_upgrade.rs: a newer dcn built from
-# this tree with a bumped version and a recipe change, a rebuilt Debian
-# package published in the lab's repository, Debian's updates of the base
-# system, then `dcn upgrade --plan` and `dcn upgrade` with two guests
-# running: about 12 minutes cold, 3 of them the newer dcn's build) runs when
-# the upgrade or what decides its restarts changed in the last commit, or
-# when asked for.
+# The upgrades (tests/lab_upgrade.rs: a newer dcn built from this tree
+# with a bumped version and a recipe change, Debian packages rebuilt and
+# published in the lab's repository, Debian's updates of the base system;
+# `dcn upgrade` of the control plane with two guests on it, then `dcn site
+# upgrade` of three edge sites with guest pairs on two of them, a package
+# that fails on one node and its fix, and a site's image cache over a
+# limited link: about 35 minutes cold, 4 of them the newer dcn's build,
+# 25 warm) runs when
+# the upgrades' code or what decides their restarts changed in the last
+# commit, or when asked for.
 UPGRADE_PATHS=(src/centre/upgrade src/app/upgrade.rs src/cli/upgrade.rs src/release.rs
     src/host/apt src/host/apt.rs src/deploy/packages.rs src/deploy/service src/lab/publish.rs
-    tests/lab_upgrade.rs)
+    src/centre/site_upgrade src/centre/edge_release src/centre/site_images.rs src/app/site_upgrade.rs
+    src/edge/upgrade src/centre/serve/upgrade.rs src/centre/sites/upgrade_campaign.rs
+    src/centre/sites/upgrade_state.rs src/centre/sites/image_files.rs src/openstack/images.rs
+    src/openstack/local_node.rs src/wire/upgrade.rs tests/lab_upgrade.rs tests/upgrade)
 upgrade_wanted() { chain_wanted DCN_LAB_UPGRADE no "${UPGRADE_PATHS[@]}"; }
 
 # Tools of the image build. (The deploy test's VMs run in the lab's BMC
