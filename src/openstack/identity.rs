@@ -199,8 +199,17 @@ pub fn ensure_node_user(
     user: &str,
     password: &Secret,
 ) -> Result<()> {
-    match find_user(cloud, user)? {
-        Some(u) => {
+    // Most joins are of new hosts: create first, and look the user up only
+    // when keystone says it exists (a lookup by name is a call as costly
+    // as the creation's own work apart from its hash).
+    let new_user = json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
+                                   "default_project_id": scope.project, "enabled": true}});
+    match cloud.try_request(Method::POST, "identity", "/users", Some(&new_user))? {
+        // A new user has no roles yet: nothing to take away.
+        Ok(v) => grant(cloud, &scope.project, &id_of(&v["user"])?, &scope.service),
+        Err(refused) if refused.status == 409 => {
+            let u = (find_user(cloud, user)?)
+                .with_context(|| format!("keystone says user {user} exists, but lists none"))?;
             let id = id_of(&u)?;
             // A join always brings a fresh password: set it without first
             // asking keystone whether the old one works (a hash check too).
@@ -208,18 +217,7 @@ pub fn ensure_node_user(
             grant(cloud, &scope.project, &id, &scope.service)?;
             revoke(cloud, &scope.project, &id, &scope.admin)
         }
-        None => {
-            let v = cloud
-                .post(
-                    "identity",
-                    "/users",
-                    &json!({"user": {"name": user, "domain_id": "default", "password": password.expose(),
-                                     "default_project_id": scope.project, "enabled": true}}),
-                )
-                .with_context(|| format!("creating user {user}"))?;
-            // A new user has no roles yet: nothing to take away.
-            grant(cloud, &scope.project, &id_of(&v["user"])?, &scope.service)
-        }
+        Err(refused) => Err(anyhow::Error::from(refused).context(format!("creating user {user}"))),
     }
 }
 
