@@ -19,6 +19,7 @@
 
 use super::sim_node::SimNode;
 use crate::host::command::{Cmd, Runner};
+use crate::host::lock::FileLock;
 use crate::host::{FileSpec, Files};
 use anyhow::Result;
 use std::path::Path;
@@ -29,6 +30,8 @@ const SCRIPT_FILE: &str = "compute_replay.py";
 /// A host's directory holds this while the replayer runs its compute
 /// (the name the script looks for).
 const MARKER: &str = "compute-replay";
+/// The lock, in the carrier's state, of starting the replayer.
+const LOCK_FILE: &str = "compute_replay.lock";
 /// The carrier's one replayer unit.
 pub const UNIT: &str = "dcn-sim-replay";
 
@@ -56,14 +59,29 @@ pub fn unmark(node_root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Start the carrier's replayer unless it runs. The hosts of one
-/// `dcn lab chassis` start at once: one at a time asks and starts.
+/// Start the carrier's replayer unless it runs or is coming back. Every
+/// `dcn lab chassis` on a carrier (one per site, several at once) may get
+/// here: a lock on the carrier's state makes them ask and start one at a
+/// time (two that both saw none running started it twice, and the second
+/// failed on the unit the first had loaded).
 fn ensure_running(runner: &dyn Runner, state: &Path) -> Result<()> {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if super::carrier::runs(runner, UNIT)? {
+    let lock = state.join(LOCK_FILE).display().to_string();
+    let _turn = FileLock::wait(&Files::new("/", false), &lock)?;
+    let active = runner.run(
+        &Cmd::new(format!("asking whether {UNIT} runs"), "systemctl")
+            .args(["show", "--property=ActiveState", "--value", UNIT])
+            .read_only(),
+    )?;
+    // `activating`: between a death and its restart (Restart=always).
+    if matches!(active.stdout.trim(), "active" | "activating" | "reloading") {
         return Ok(());
     }
+    // A failed unit of the name, not yet collected, would refuse a new one.
+    runner.run(
+        &Cmd::new(format!("clearing a failed {UNIT}"), "systemctl")
+            .args(["reset-failed", UNIT])
+            .unchecked(),
+    )?;
     runner.run(&replayer_command(state))?;
     Ok(())
 }
@@ -98,28 +116,77 @@ mod tests {
         );
     }
 
+    /// A carrier where the replayer runs once started, and a second
+    /// start of it fails as systemd-run's does.
+    fn carrier() -> crate::host::RecordingRunner {
+        let started = std::sync::atomic::AtomicBool::new(false);
+        crate::host::RecordingRunner::answering(move |cmd| {
+            let up = started.load(std::sync::atomic::Ordering::SeqCst);
+            match cmd.program.as_str() {
+                "systemctl" if cmd.args.iter().any(|a| a == "show") => {
+                    crate::host::CmdOutput::ok(if up { "active\n" } else { "inactive\n" })
+                }
+                "systemd-run" if started.swap(true, std::sync::atomic::Ordering::SeqCst) => {
+                    crate::host::CmdOutput::failed(
+                        1,
+                        "Unit dcn-sim-replay.service was already loaded",
+                    )
+                }
+                _ => crate::host::CmdOutput::ok(""),
+            }
+        })
+    }
+
     #[test]
     fn the_replayer_runs_once_per_carrier_over_its_state() {
-        let runner = crate::host::RecordingRunner::answering(|cmd| {
-            // `systemctl is-active` says it does not run yet.
-            match cmd.program == "systemctl" {
-                true => crate::host::CmdOutput::failed(3, ""),
-                false => crate::host::CmdOutput::ok(""),
-            }
-        });
-        ensure_running(&runner, Path::new("/var/lib/dcn-scale")).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let runner = carrier();
+        ensure_running(&runner, state.path()).unwrap();
         let lines = runner.command_lines();
         let start = lines.last().unwrap();
         assert!(
             start.contains("systemd-run --unit=dcn-sim-replay"),
             "{start}"
         );
-        assert!(
-            start.contains(
-                "python3 /var/lib/dcn-scale/compute_replay.py --state /var/lib/dcn-scale"
-            ),
-            "{start}"
+        let script = format!(
+            "python3 {}/compute_replay.py --state {}",
+            state.path().display(),
+            state.path().display()
         );
+        assert!(start.contains(&script), "{start}");
         assert!(start.contains("--nice=10"), "{start}");
+    }
+
+    #[test]
+    fn sites_joining_at_once_on_one_carrier_start_one_replayer() {
+        let state = tempfile::tempdir().unwrap();
+        let runner = carrier();
+        std::thread::scope(|scope| {
+            for _ in 0..6 {
+                scope.spawn(|| ensure_running(&runner, state.path()).unwrap());
+            }
+        });
+        let starts = (runner.command_lines().iter())
+            .filter(|l| l.starts_with("systemd-run"))
+            .count();
+        assert_eq!(starts, 1);
+    }
+
+    #[test]
+    fn a_replayer_coming_back_after_a_death_is_not_started_again() {
+        let state = tempfile::tempdir().unwrap();
+        let runner = crate::host::RecordingRunner::answering(|cmd| match cmd.program.as_str() {
+            "systemctl" => crate::host::CmdOutput::ok("activating\n"),
+            _ => {
+                crate::host::CmdOutput::failed(1, "Unit dcn-sim-replay.service was already loaded")
+            }
+        });
+        ensure_running(&runner, state.path()).unwrap();
+        assert!(
+            !runner
+                .command_lines()
+                .iter()
+                .any(|l| l.starts_with("systemd-run"))
+        );
     }
 }
