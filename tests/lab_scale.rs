@@ -3,7 +3,8 @@
 //! path, each a real OVN chassis, the first four also a real nova-compute
 //! (nova's fake virt driver), the next four a replayed one. Checked: every
 //! host is a node of its site at the control plane and a chassis of its
-//! own in the southbound, with the options neutron reads shown to it, the
+//! own in the southbound, with the options neutron reads shown to it, a
+//! keystone user left with a host's name is taken over by its join, the
 //! computes (real and replayed) are placed in their site's zone, every
 //! chassis and compute comes back by itself after all links were cut and
 //! after the control plane restarted, a second run joins no one again and
@@ -58,6 +59,19 @@ fn lab_scale_small() {
         .tempdir_in("/var/tmp")
         .unwrap();
     let lab = Lab::up(dir.path(), &["--spare", "2"]);
+    // A keystone user of a host's name left from a join whose record was
+    // lost, with the admin role an older dcn gave: the host's join must
+    // take it over (its own fresh password, `service` only), not fail.
+    lab.ok_on(
+        "cp",
+        &[
+            "sh",
+            "-c",
+            ". /etc/dcn/admin-openrc && openstack user create --domain default \
+             --password \"$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')\" dcn-node-s001n01 >/dev/null \
+             && openstack role add --project service --user dcn-node-s001n01 admin",
+        ],
+    );
     let report = scale(
         &lab,
         &dir.path().join("scale"),
@@ -142,6 +156,32 @@ fn lab_scale_small() {
         assert_eq!(n["compute"], "up", "{n}");
         assert!(n["computeLastReport"].is_string(), "{n}");
     }
+    // The leftover user was taken over: s001n01's nova-compute logged in
+    // with the password its join set (its resource provider, which it
+    // made in placement as that user, is there), and the user has the
+    // service role and no other.
+    let providers = lab.ok_on(
+        "cp",
+        &[
+            "sh",
+            "-c",
+            ". /etc/dcn/admin-openrc && openstack resource provider list --name s001n01 -f value -c name",
+        ],
+    );
+    assert_eq!(providers.trim(), "s001n01", "{providers}");
+    let roles = lab.ok_on(
+        "cp",
+        &[
+            "sh",
+            "-c",
+            ". /etc/dcn/admin-openrc && openstack role assignment list --names -f value -c Role --user dcn-node-s001n01",
+        ],
+    );
+    assert_eq!(
+        roles.split_whitespace().collect::<Vec<_>>(),
+        ["service"],
+        "{roles}"
+    );
     let n = sims.iter().find(|n| n["hostname"] == "s001n09").unwrap();
     assert_eq!(n["compute"], "missing", "{n}");
     let chassis = lab.exec(&[
