@@ -1,7 +1,7 @@
 //! The carrier container's own systemd, as the simulated hosts use it:
 //! its Open vSwitch, shared by every chassis on it, and whether a
-//! simulated host's transient unit (its controller, its nova-compute)
-//! already runs.
+//! simulated host's transient unit (its controller, its nova-compute,
+//! the replayer) already runs or is to be started.
 
 use crate::host::command::{Cmd, Runner};
 use anyhow::Result;
@@ -29,16 +29,35 @@ pub fn start_open_vswitch(runner: &dyn Runner) -> Result<()> {
     }
 }
 
-/// Whether the transient unit `unit` runs (a second run starts no second
-/// one).
+/// Whether the transient unit `unit` runs, or is coming back: the
+/// simulated hosts' units restart themselves (`Restart=always`), and one
+/// between a death and its restart is `activating`, which a second
+/// `systemd-run` of the name would fail on.
 pub fn runs(runner: &dyn Runner, unit: &str) -> Result<bool> {
-    let active = runner.run(
+    let state = runner.run(
         &Cmd::new(format!("asking whether {unit} runs"), "systemctl")
-            .args(["is-active", "--quiet", unit])
-            .read_only()
+            .args(["show", "--property=ActiveState", "--value", unit])
+            .read_only(),
+    )?;
+    Ok(matches!(
+        state.stdout.trim(),
+        "active" | "activating" | "reloading"
+    ))
+}
+
+/// Whether `unit` is to be started: not while it runs or comes back
+/// ([`runs`]). A failed unit of the name that systemd has not collected
+/// yet would refuse the new one, so it is cleared first.
+pub fn needs_start(runner: &dyn Runner, unit: &str) -> Result<bool> {
+    if runs(runner, unit)? {
+        return Ok(false);
+    }
+    runner.run(
+        &Cmd::new(format!("clearing a failed {unit}"), "systemctl")
+            .args(["reset-failed", unit])
             .unchecked(),
     )?;
-    Ok(active.success())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -283,7 +283,7 @@ fn start(runner: &dyn Runner, node: &SimNode) -> Result<()> {
         )?;
     }
     let unit = unit(name);
-    if super::carrier::runs(runner, &unit)? {
+    if !super::carrier::needs_start(runner, &unit)? {
         return Ok(());
     }
     let root = node.root();

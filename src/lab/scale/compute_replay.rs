@@ -67,21 +67,9 @@ pub fn unmark(node_root: &Path) -> Result<()> {
 fn ensure_running(runner: &dyn Runner, state: &Path) -> Result<()> {
     let lock = state.join(LOCK_FILE).display().to_string();
     let _turn = FileLock::wait(&Files::new("/", false), &lock)?;
-    let active = runner.run(
-        &Cmd::new(format!("asking whether {UNIT} runs"), "systemctl")
-            .args(["show", "--property=ActiveState", "--value", UNIT])
-            .read_only(),
-    )?;
-    // `activating`: between a death and its restart (Restart=always).
-    if matches!(active.stdout.trim(), "active" | "activating" | "reloading") {
+    if !super::carrier::needs_start(runner, UNIT)? {
         return Ok(());
     }
-    // A failed unit of the name, not yet collected, would refuse a new one.
-    runner.run(
-        &Cmd::new(format!("clearing a failed {UNIT}"), "systemctl")
-            .args(["reset-failed", UNIT])
-            .unchecked(),
-    )?;
     runner.run(&replayer_command(state))?;
     Ok(())
 }

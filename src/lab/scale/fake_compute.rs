@@ -87,7 +87,7 @@ pub fn start(runner: &dyn Runner, node: &SimNode) -> Result<()> {
     let (name, node_root) = (node.name, &node.root());
     super::compute_replay::unmark(node_root)?;
     let unit = unit(name);
-    if super::carrier::runs(runner, &unit)? {
+    if !super::carrier::needs_start(runner, &unit)? {
         return Ok(());
     }
     let path = |p: &str| {
